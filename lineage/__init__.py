@@ -1,0 +1,1 @@
+"""Attention Lineage core (work in progress: exports are filled in as modules land)."""

@@ -1,0 +1,127 @@
+"""Input validation shared by every op: errors are for people.
+
+Each check raises ``ValueError`` (or ``TypeError`` for a wrong kind of object) whose message names the
+argument, what was given and what was expected, so a wrong call explains itself.
+"""
+
+from __future__ import annotations
+
+import torch
+
+MODES_ALL = ("recurrent", "chunk", "parallel")
+
+
+def tensor(name: str, x, *, rank: int | tuple[int, ...] | None = None) -> torch.Tensor:
+    """Check that ``x`` is a floating-point tensor of the given rank(s) with no NaN."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
+    if rank is not None:
+        ranks = (rank,) if isinstance(rank, int) else rank
+        if x.dim() not in ranks:
+            want = " or ".join(str(r) for r in ranks)
+            raise ValueError(f"{name} must have rank {want}, got shape {tuple(x.shape)} (rank {x.dim()})")
+    if torch.isnan(x).any():
+        raise ValueError(f"{name} contains NaN; every input must be a number")
+    return x
+
+
+def qkv(q, k, v) -> tuple[int, int, int, int, int]:
+    """Check q, k, v of shapes [B, H, T, K], [B, H, T, K], [B, H, T, V]; return (B, H, T, K, V)."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        tensor(name, x, rank=4)
+    B, H, T, K = q.shape
+    if k.shape != q.shape:
+        raise ValueError(f"k must have the same shape as q [B, H, T, K] = {tuple(q.shape)}, got {tuple(k.shape)}")
+    if v.shape[:3] != (B, H, T):
+        raise ValueError(f"v must have shape [B, H, T, V] with (B, H, T) = {(B, H, T)} as in q, got {tuple(v.shape)}")
+    if T < 1 or K < 1 or v.shape[3] < 1:
+        raise ValueError(f"q, k, v need T >= 1 and non-empty head dims, got q {tuple(q.shape)}, v {tuple(v.shape)}")
+    return B, H, T, K, v.shape[3]
+
+
+def log_gate(g, B: int, H: int, T: int, K: int, *, per_channel: bool | None) -> torch.Tensor:
+    """Check a log-space gate: [B, H, T] (scalar per head) or [B, H, T, K] (per channel), all <= 0.
+
+    ``per_channel`` None accepts either shape; True/False demands one. -inf is allowed (alpha = 0, a wipe).
+    """
+    tensor("g", g, rank=(3, 4))
+    scalar_shape, channel_shape = (B, H, T), (B, H, T, K)
+    allowed = {None: (scalar_shape, channel_shape), False: (scalar_shape,), True: (channel_shape,)}[per_channel]
+    if tuple(g.shape) not in allowed:
+        want = " or ".join(f"[B, H, T{', K' if len(s) == 4 else ''}] = {s}" for s in allowed)
+        raise ValueError(f"g (log-space gate) must have shape {want}, got {tuple(g.shape)}")
+    if (g > 0).any():
+        raise ValueError(
+            f"g is a log-space gate (alpha = exp(g)) and must be <= 0, got a maximum of {g.max().item():.4g}; "
+            "pass log(alpha), e.g. -softplus(x), not alpha itself"
+        )
+    return g
+
+
+def beta(b, B: int, H: int, T: int) -> torch.Tensor:
+    """Check a write strength beta of shape [B, H, T] with values in [0, 1]."""
+    tensor("beta", b, rank=3)
+    if tuple(b.shape) != (B, H, T):
+        raise ValueError(f"beta must have shape [B, H, T] = {(B, H, T)}, got {tuple(b.shape)}")
+    if (b < 0).any() or (b > 1).any():
+        raise ValueError(
+            f"beta must lie in [0, 1], got values in [{b.min().item():.4g}, {b.max().item():.4g}]; "
+            "use sigmoid(x) to map a raw score into range"
+        )
+    return b
+
+
+def state(s, B: int, H: int, K: int, V: int, name: str = "initial_state") -> torch.Tensor | None:
+    """Check an optional recurrent state of shape [B, H, K, V]."""
+    if s is None:
+        return None
+    tensor(name, s, rank=4)
+    if tuple(s.shape) != (B, H, K, V):
+        raise ValueError(f"{name} must have shape [B, H, K, V] = {(B, H, K, V)}, got {tuple(s.shape)}")
+    return s
+
+
+def mode(m, allowed: tuple[str, ...] = MODES_ALL) -> str:
+    """Check the execution mode."""
+    if m not in allowed:
+        raise ValueError(f"mode must be one of {', '.join(repr(a) for a in allowed)}, got {m!r}")
+    return m
+
+
+def chunk_size(c) -> int:
+    """Check the chunk size: an int >= 1."""
+    if isinstance(c, bool) or not isinstance(c, int):
+        raise TypeError(f"chunk_size must be an int >= 1, got {c!r} ({type(c).__name__})")
+    if c < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {c}")
+    return c
+
+
+def scale(s, K: int) -> float:
+    """Resolve the read scale: None means K ** -0.5; otherwise a positive finite number."""
+    if s is None:
+        return K**-0.5
+    if isinstance(s, bool) or not isinstance(s, (int, float)):
+        raise TypeError(f"scale must be a float or None, got {s!r} ({type(s).__name__})")
+    s = float(s)
+    if not (s > 0 and s != float("inf")):
+        raise ValueError(f"scale must be a positive finite number (or None for K ** -0.5), got {s}")
+    return s
+
+
+def positive_int(name: str, x, *, maximum: int | None = None) -> int:
+    """Check a size argument: an int >= 1 (and <= maximum when given)."""
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f"{name} must be an int, got {x!r} ({type(x).__name__})")
+    if x < 1:
+        raise ValueError(f"{name} must be >= 1, got {x}")
+    if maximum is not None and x > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {x}")
+    return x
+
+
+def compute_dtype(*xs: torch.Tensor) -> torch.dtype:
+    """fp64 inputs stay fp64; every other float dtype (bf16, fp16, fp32) is computed in fp32."""
+    return torch.float64 if any(x is not None and x.dtype == torch.float64 for x in xs) else torch.float32

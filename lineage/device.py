@@ -1,0 +1,71 @@
+"""Where the numbers are computed: CUDA if present, then Apple MPS, then CPU; ``LINEAGE_DEVICE`` overrides."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+ENV_VAR = "LINEAGE_DEVICE"
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def get_device() -> torch.device:
+    """The device every live computation runs on.
+
+    ``LINEAGE_DEVICE`` (e.g. "cpu", "cuda", "cuda:1", "mps") wins when set; an unavailable choice is an
+    error rather than a silent fallback, so a misconfigured demo says so.
+    """
+    choice = os.environ.get(ENV_VAR, "").strip()
+    if choice:
+        try:
+            dev = torch.device(choice)
+        except RuntimeError as exc:
+            raise ValueError(f"{ENV_VAR}={choice!r} is not a device name; use cpu, cuda, cuda:N or mps") from exc
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"{ENV_VAR}={choice!r} but CUDA is not available on this machine")
+        if dev.type == "mps" and not _mps_available():
+            raise ValueError(f"{ENV_VAR}={choice!r} but MPS is not available on this machine")
+        return dev
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if _mps_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    type: str  # "cuda" | "mps" | "cpu"
+    name: str  # GPU model, or "cpu"
+    threads: int  # torch intra-op threads (the CPU's share of the work)
+
+    @property
+    def label(self) -> str:
+        if self.type == "cpu":
+            return f"running on cpu, {self.threads} thread{'s' if self.threads != 1 else ''}"
+        return f"running on {self.type}: {self.name}"
+
+
+def device_info(device: torch.device | None = None) -> DeviceInfo:
+    """Describe a device for display ("running on cuda: NVIDIA H200" / "running on cpu, 2 threads")."""
+    dev = device or get_device()
+    name = "cpu"
+    if dev.type == "cuda":
+        name = torch.cuda.get_device_name(dev)
+    elif dev.type == "mps":
+        name = "Apple GPU (MPS)"
+    return DeviceInfo(type=dev.type, name=name, threads=torch.get_num_threads())
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued GPU work so timings measure the work, not its launch."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
