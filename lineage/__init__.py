@@ -1,1 +1,44 @@
-"""Attention Lineage core (work in progress: exports are filled in as modules land)."""
+"""Attention Lineage: how language models store, update, forget and retrieve memory, as runnable PyTorch.
+
+Conventions, stated once for the whole package:
+
+* Tensors are ``[B, H, T, D]`` (batch, heads, time, head dim — PyTorch SDPA order). A linear-memory state is
+  ``S: [B, H, K, V]`` per head, read as ``o_t = S_tᵀ (scale · q_t)`` with ``scale`` defaulting to ``K ** -0.5``.
+* Gates are log-space: ``g: [B, H, T]`` (one scalar per head) or ``[B, H, T, K]`` (one per key channel), with
+  α = exp(g) ≤ 1; ``beta: [B, H, T]`` in [0, 1].
+* Every op: ``fn(q, k, v, [g], [beta], *, scale=None, initial_state=None, output_final_state=False,
+  mode="chunk", chunk_size=64) -> (o, S_final | None)`` with ``mode`` "recurrent" | "chunk" | "parallel".
+  Inputs of any float dtype; computation in fp32 (fp64 stays fp64); ``o`` comes back in ``v``'s dtype.
+* Bad input raises ``ValueError`` / ``TypeError`` naming the argument, what was given and what is allowed.
+
+Layers: :mod:`lineage.recurrence` (the one recurrence, three forms) → one module per stage (op + paper) →
+:mod:`lineage.layers` / :mod:`lineage.hybrid` (nn.Modules) → :mod:`lineage.plots` (Plotly figures).
+"""
+
+from lineage.deltanet import deltanet
+from lineage.device import device_info, get_device
+from lineage.gated_deltanet import gated_deltanet
+from lineage.gla import gla
+from lineage.kda import kda
+from lineage.linear_attention import linear_attention
+from lineage.mamba2 import mamba2, mamba2_ssd
+from lineage.recurrence import MemoryTrace, chunk_memory, parallel_memory, recurrent_memory
+from lineage.softmax import KVCache, softmax_attention
+
+__all__ = [
+    "KVCache",
+    "MemoryTrace",
+    "chunk_memory",
+    "deltanet",
+    "device_info",
+    "gated_deltanet",
+    "get_device",
+    "gla",
+    "kda",
+    "linear_attention",
+    "mamba2",
+    "mamba2_ssd",
+    "parallel_memory",
+    "recurrent_memory",
+    "softmax_attention",
+]

@@ -1,0 +1,409 @@
+"""The one recurrence behind six mechanisms: a fixed-size memory S that decays, is written, and is read.
+
+Every linear-memory stage of the lineage keeps, per head, a state ``S ∈ R^{K×V}`` and runs
+
+    decay:   S'  = Diag(α_t) · S_{t-1}                       α_t = exp(g_t),  g_t ≤ 0 (log space)
+    write:   additive   S_t = S' + k_t v_tᵀ
+             delta      S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ   = (I − β_t k_t k_tᵀ) S' + β_t k_t v_tᵀ
+    read:    o_t = S_tᵀ (scale · q_t)
+
+| write rule \\ gate | none (α = 1)            | scalar per head         | per channel (vector) |
+|-------------------|-------------------------|-------------------------|----------------------|
+| additive          | linear attention (2020) | Mamba-2 / SSD (2024)    | GLA (2024)           |
+| delta             | DeltaNet (2024)         | Gated DeltaNet (2025)   | KDA, Kimi Linear (2025) |
+
+This module holds the three ways to compute it, with identical signatures:
+
+* :func:`recurrent_memory` — the reference: a loop over t, one line per term of the equations above. It can
+  record a :class:`MemoryTrace` (state, decay, value read, delta written, output per step) for the app.
+* :func:`chunk_memory` — the chunkwise-parallel form of Yang et al. 2024 ("Parallelizing Linear
+  Transformers with the Delta Rule over Sequence Length", arXiv 2406.06484), extended with the scalar gate
+  of Gated DeltaNet (arXiv 2412.06464) and the per-channel gate of Kimi Linear (arXiv 2510.26692). Inside a
+  chunk of C steps everything is matrix products; only the state hand-off between chunks is sequential.
+* :func:`parallel_memory` — the T×T "attention" form: one chunk as long as the sequence, with decays taken
+  from segment sums so that a long sequence loses no precision.
+
+The stages (``linear_attention``, ``deltanet``, ``mamba2``, ``gla``, ``gated_deltanet``, ``kda``) are thin
+presets over these functions; each lives in its own module with its paper and its layer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+
+from lineage import _checks as checks
+
+Rule = Literal["additive", "delta"]
+
+# Log-gates below this are treated as a full wipe. exp(-GATE_FLOOR) underflows to 0 in fp32 and is ~1e-87 in
+# fp64, so the result is a wipe either way, while cumulative sums of clamped gates stay finite: -inf would make
+# G_i - G_j = -inf - (-inf) = NaN inside a chunk.
+GATE_FLOOR = 200.0
+
+# Sub-chunk length for per-channel gates (see _decayed_products): short enough that the C×c×K decay tensor of
+# the diagonal blocks stays small, long enough that the off-diagonal blocks are real matrix products.
+SUBCHUNK = 16
+
+
+@dataclass
+class MemoryTrace:
+    """What the recurrence did at every step, as numpy, for animation. Shapes per batch×head: [B, H, T, ...].
+
+    Attributes:
+        states:  [B, H, T, K, V]  S_t, the state after step t
+        decay:   [B, H, T, K]     α_t applied to each row of S before the write (1 where there is no gate)
+        read:    [B, H, T, V]     S'ᵀ k_t, what the memory held at key k_t before writing (the delta rule's v_old)
+        delta:   [B, H, T, V]     u_t, the vector written along k_t: v_t (additive) or β_t (v_t − S'ᵀ k_t) (delta)
+        output:  [B, H, T, V]     o_t = S_tᵀ (scale · q_t)
+    """
+
+    states: np.ndarray
+    decay: np.ndarray
+    read: np.ndarray
+    delta: np.ndarray
+    output: np.ndarray
+
+
+def _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel=None):
+    if rule not in ("additive", "delta"):
+        raise ValueError(f"rule must be 'additive' or 'delta', got {rule!r}")
+    B, H, T, K, V = checks.qkv(q, k, v)
+    if g is not None:
+        checks.log_gate(g, B, H, T, K, per_channel=per_channel)
+    if rule == "delta":
+        if beta is None:
+            raise ValueError("beta is required for the delta rule: a [B, H, T] tensor in [0, 1]")
+        checks.beta(beta, B, H, T)
+    elif beta is not None:
+        raise ValueError("beta only applies to the delta rule; pass beta=None for an additive write")
+    checks.state(initial_state, B, H, K, V)
+    return B, H, T, K, V, checks.scale(scale, K)
+
+
+def _prepare(q, k, v, g, beta, initial_state, K):
+    """Cast to the compute dtype (fp32, or fp64 if any input is fp64) and expand the gate to a common form.
+
+    Returns the gate as log-decay with a trailing channel axis: [B, H, T, 1] (scalar) or [B, H, T, K].
+    """
+    dtype = checks.compute_dtype(q, k, v, g, beta, initial_state)
+    q, k, v = (x.to(dtype) for x in (q, k, v))
+    if g is None:
+        g = torch.zeros(q.shape[:3] + (1,), dtype=dtype, device=q.device)
+    else:
+        g = g.to(dtype)
+        g = g.unsqueeze(-1) if g.dim() == 3 else g
+        g = g.clamp(min=-GATE_FLOOR)
+    beta = None if beta is None else beta.to(dtype)
+    S0 = None if initial_state is None else initial_state.to(dtype)
+    return q, k, v, g, beta, S0
+
+
+def recurrent_memory(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+    *,
+    rule: Rule = "additive",
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    trace: bool = False,
+):
+    """Reference recurrence: a plain loop over time with one vectorised update per step.
+
+    Args:
+        q, k: [B, H, T, K]; v: [B, H, T, V]
+        g: log-decay, [B, H, T] (scalar per head) or [B, H, T, K] (per channel), ≤ 0; None means α = 1
+        beta: [B, H, T] in [0, 1], required for ``rule="delta"``
+        scale: read scale (default K ** -0.5)
+        initial_state: [B, H, K, V] or None (zeros)
+        output_final_state: also return S_T
+        trace: also return a :class:`MemoryTrace` (third element)
+
+    Returns:
+        o: [B, H, T, V] in v's dtype; S_T: [B, H, K, V] in the compute dtype, or None; (trace)
+    """
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state)
+    out_dtype = v.dtype
+    q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
+    if S is None:
+        S = q.new_zeros(B, H, K, V)
+    alpha = torch.exp(g)  # [B, H, T, 1 or K]
+    o = q.new_empty(B, H, T, V)
+    rec = {name: [] for name in ("states", "decay", "read", "delta")} if trace else None
+    for t in range(T):
+        q_t, k_t, v_t = q[:, :, t], k[:, :, t], v[:, :, t]  # (B, H, K), (B, H, K), (B, H, V)
+        # S' = Diag(α_t) S_{t-1}
+        S = alpha[:, :, t, :, None] * S
+        # S'ᵀ k_t: what the memory returns for k_t right now
+        read_t = torch.einsum("bhkv,bhk->bhv", S, k_t)
+        # u_t = v_t (additive) or β_t (v_t − S'ᵀ k_t) (delta: write only the correction)
+        u_t = v_t if rule == "additive" else beta[:, :, t, None] * (v_t - read_t)
+        # S_t = S' + k_t u_tᵀ
+        S = S + k_t[..., :, None] * u_t[..., None, :]
+        # o_t = S_tᵀ (scale q_t)
+        o[:, :, t] = torch.einsum("bhkv,bhk->bhv", S, scale * q_t)
+        if rec is not None:
+            rec["states"].append(S)
+            rec["decay"].append(alpha[:, :, t].expand(B, H, K))
+            rec["read"].append(read_t)
+            rec["delta"].append(u_t)
+    result = (o.to(out_dtype), S if output_final_state else None)
+    if rec is None:
+        return result
+    stacked = {name: torch.stack(xs, dim=2).detach().cpu().numpy() for name, xs in rec.items()}
+    return result + (MemoryTrace(output=o.detach().cpu().numpy(), **stacked),)
+
+
+def _segsum(g: torch.Tensor) -> torch.Tensor:
+    """Segment sums over the time axis (dim -2): out[..., i, j, c] = Σ_{j < s ≤ i} g[..., s, c] for i ≥ j, −inf above.
+
+    Summing each segment directly (a masked cumsum over a T×T grid, as in Mamba-2's ssd_minimal) avoids the
+    cancellation of G_i − G_j when both cumulative sums are large: exact for any sequence length.
+    """
+    T = g.shape[-2]
+    x = g.unsqueeze(-3).expand(*g.shape[:-2], T, T, g.shape[-1])  # [..., i, s, c] = g[s]
+    strict = torch.tril(torch.ones(T, T, dtype=torch.bool, device=g.device), diagonal=-1)
+    x = x.masked_fill(~strict.T[..., None], 0.0).transpose(-3, -2)  # keep s > j: [..., s, j, c]
+    seg = torch.cumsum(x, dim=-3)  # [..., i, j, c] = Σ_{j < s ≤ i} g[s]
+    incl = torch.tril(torch.ones(T, T, dtype=torch.bool, device=g.device))
+    return seg.masked_fill(~incl[..., None], float("-inf"))
+
+
+def _factor_bound(dtype: torch.dtype) -> float:
+    """Largest within-chunk log-decay span for which exp(G) and exp(−G) are both safely normal numbers."""
+    return 0.7 * -math.log(torch.finfo(dtype).tiny)  # fp32: ~61, fp64: ~496
+
+
+def _exact_products(q, k, G):
+    """P and M of :func:`_chunk_products` for per-channel gates of any strength, by sub-chunks.
+
+    The chunk is cut into sub-chunks of length c. Blocks on the diagonal form the c×c×K decay tensor
+    directly (masked before exp, so nothing positive is exponentiated). A block (row sub-chunk r > column
+    sub-chunk s) splits the decay at the end e of sub-chunk s, exp(G_i − G_j) = exp(G_i − G_e)·exp(G_e − G_j),
+    two factors ≤ 1, so a matrix product computes it without ever forming exp(−G).
+    """
+    C, K = q.shape[-2], q.shape[-1]
+    c = min(SUBCHUNK, C)
+    n = -(-C // c)
+    pad = n * c - C
+    if pad:  # zero rows write and read nothing; g = 0 keeps G flat through the padding
+        q, k = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (q, k))
+        G = torch.cat([G, G[..., -1:, :].expand(*G.shape[:-2], pad, K)], dim=-2)
+    lead = q.shape[:-2]
+    q, k, G = (x.reshape(*lead, n, c, K) for x in (q, k, G))  # (..., n, c, K)
+
+    # 1. diagonal blocks: the full decay tensor, incl. the diagonal (P needs it; M drops it below)
+    sub_mask = torch.tril(torch.ones(c, c, dtype=torch.bool, device=q.device))
+    diff = G[..., :, None, :] - G[..., None, :, :]  # (..., n, c_i, c_j, K): G_i − G_j
+    k_decay = k[..., None, :, :] * torch.exp(diff.masked_fill(~sub_mask[..., None], float("-inf")))
+    diag_P = torch.einsum("...nik,...nijk->...nij", q, k_decay)  # (..., n, c, c)
+    diag_M = torch.einsum("...nik,...nijk->...nij", k, k_decay)
+
+    # 2. off-diagonal blocks (r > s): factor the decay at the end of column sub-chunk s
+    G_end = G[..., -1, :]  # (..., n, K)
+    k_tilde = k * torch.exp(G_end[..., None, :] - G)  # (..., s, c, K), factor ≤ 1
+    lower = torch.tril(torch.ones(n, n, dtype=torch.bool, device=q.device), diagonal=-1)  # r > s
+    row_diff = G[..., :, None, :, :] - G_end[..., None, :, None, :]  # (..., r, s, c, K): G_i − G_e(s)
+    row_decay = torch.exp(row_diff.masked_fill(~lower[..., None, None], float("-inf")))
+    eye = torch.eye(n, dtype=torch.bool, device=q.device)[..., None, None]
+
+    def assemble(a, diag_blocks):
+        off = torch.einsum("...rsik,...sjk->...rsij", a[..., :, None, :, :] * row_decay, k_tilde)  # (..., r, s, c, c)
+        blocks = off + diag_blocks[..., :, None, :, :] * eye
+        return blocks.transpose(-3, -2).reshape(*lead, n * c, n * c)[..., :C, :C]
+
+    return assemble(q, diag_P), assemble(k, diag_M)
+
+
+def _chunk_products(q, k, G):
+    """The two decayed products of a chunk, on its lower triangle (zero above):
+
+        P_ij = Σ_c q_ic k_jc exp(G_ic − G_jc)   i ≥ j   (the read mask includes the diagonal)
+        M_ij = Σ_c k_ic k_jc exp(G_ic − G_jc)   i > j   (the WY mask excludes it)
+
+    Args: q, k [..., C, K]; G [..., C, 1] (scalar gate) or [..., C, K] (per channel), the inclusive
+    within-chunk cumulative log-decay. Returns (P, M), each [..., C, C].
+
+    A scalar gate factors out of the channel sum: P = (q kᵀ) ⊙ exp(G_i − G_j), formed as a difference on
+    the masked lower triangle (never exp(G_i)·exp(−G_j), which overflows at strong decay). A per-channel gate
+    does not factor out; where a chunk's decay span is moderate, exp(G) and exp(−G) are both representable
+    and P = (q ⊙ exp G)(k ⊙ exp(−G))ᵀ is one matrix product, as cheap as the scalar case. Chunks that decay
+    harder take the exact sub-chunk route of :func:`_exact_products`.
+    """
+    C = q.shape[-2]
+    incl = torch.tril(torch.ones(C, C, dtype=torch.bool, device=q.device))
+    strict = torch.tril(incl, diagonal=-1)
+    if G.shape[-1] == 1:
+        decay = torch.exp((G - G.transpose(-2, -1)).masked_fill(~incl, float("-inf")))  # (..., C, C)
+        return (q @ k.transpose(-2, -1)) * decay, (k @ k.transpose(-2, -1)) * decay.masked_fill(~strict, 0.0)
+
+    span = -G[..., -1, :].amin(dim=-1)  # (...): the strongest channel's total decay over the chunk
+    k_inv = k * torch.exp(-G.clamp(min=-_factor_bound(G.dtype)))  # clamped only where the exact route takes over
+    P = (q * torch.exp(G)) @ k_inv.transpose(-2, -1)
+    M = (k * torch.exp(G)) @ k_inv.transpose(-2, -1)
+    P, M = P.masked_fill(~incl, 0.0), M.masked_fill(~strict, 0.0)
+    hard = span > _factor_bound(G.dtype)
+    if hard.any():
+        P[hard], M[hard] = _exact_products(q[hard], k[hard], G[hard])
+    return P, M
+
+
+def _intra_chunk(q, k, v, G, beta, rule, scale):
+    """Everything inside chunks that does not depend on the incoming state, for all chunks at once.
+
+    Shapes: q, k [..., C, K]; v [..., C, V]; G [..., C, 1|K] (inclusive cumsum of g inside the chunk);
+    beta [..., C] or None. Returns q_dec = scale·q ⊙ exp G, P (read mask incl. diagonal), W, U and
+    k_dec = k ⊙ exp(G_last − G).
+    """
+    q = scale * q
+    P, M = _chunk_products(q, k, G)
+    if rule == "additive":
+        U, W = v, None
+    else:
+        # WY / UT representation: A = (I + StrictTril(diag(β) M))⁻¹ diag(β)
+        M = beta[..., :, None] * M
+        eye = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
+        k_exp = k * torch.exp(G)  # K ⊙ exp G: how each key sees the chunk's incoming state
+        rhs = beta[..., None] * torch.cat([v, k_exp], dim=-1)  # diag(β) [V, K ⊙ exp G]
+        sol = torch.linalg.solve_triangular(eye + M, rhs, upper=False, unitriangular=True)
+        U, W = sol[..., : v.shape[-1]], sol[..., v.shape[-1] :]  # U = A V, W = A (K ⊙ exp G)
+    q_dec = q * torch.exp(G)
+    k_dec = k * torch.exp(G[..., -1:, :] - G)  # K ⊙ exp(G_last − G): each key's decay to the chunk end
+    return q_dec, P, W, U, k_dec
+
+
+def chunk_memory(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+    *,
+    rule: Rule = "additive",
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    chunk_size: int = 64,
+):
+    """Chunkwise-parallel form: matrix products inside chunks of C steps, a state hand-off between chunks.
+
+    Per chunk n with incoming state S (K×V) and inclusive within-chunk cumulative log-decay G:
+
+        U − W S                                   corrected values (delta rule; additive: V)
+        O_n = (Q ⊙ exp G) S + P (U − W S)         P_ij = Σ_c q_ic k_jc exp(G_ic − G_jc), i ≥ j
+        S  ← Diag(exp G_last) S + (K ⊙ exp(G_last − G))ᵀ (U − W S)
+
+    Everything but the S products is computed for all chunks at once; the loop over chunks does one small
+    matrix product each.
+    Cost per chunk: ≈ 2·C·K·V for the state upkeep and ≈ 2·C²·(K + V) inside the chunk, i.e. 2LD² + 2LCD
+    over a sequence of length L = T with D = K = V.
+
+    Args and returns are those of :func:`recurrent_memory` (without ``trace``), plus ``chunk_size`` ≥ 1.
+    T need not be a multiple of ``chunk_size``: the tail is padded with steps that neither decay nor write.
+    """
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state)
+    C = checks.chunk_size(chunk_size)
+    out_dtype = v.dtype
+    q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
+    C = min(C, T)
+    N = -(-T // C)
+    pad = N * C - T
+    if pad:  # padded steps: k = 0 and β = 0 write nothing, g = 0 decays nothing
+        q, k, v, g = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (q, k, v, g))
+        beta = None if beta is None else torch.nn.functional.pad(beta, (0, pad))
+    # 1. split into chunks                                                      # (B, H, N, C, ·)
+    q, k, v, g = (x.reshape(B, H, N, C, x.shape[-1]) for x in (q, k, v, g))
+    beta = None if beta is None else beta.reshape(B, H, N, C)
+    # 2. cumulative log-decay, restarted in every chunk (never across chunks: keeps G small and finite)
+    G = torch.cumsum(g, dim=-2)
+    # 3. intra-chunk work for all chunks at once
+    q_dec, P, W, U, k_dec = _intra_chunk(q, k, v, G, beta, rule, scale)
+    chunk_decay = torch.exp(G[..., -1, :])[..., None]  # (B, H, N, 1|K, 1): α accumulated over each whole chunk
+    # 4. fold what does not need the incoming state S_n into per-chunk matrices, batched over chunks:
+    #    O_n = (Q ⊙ exp G − P W) S_n + P U      S_{n+1} = Diag(exp G_last) S_n − (K_decᵀ W) S_n + K_decᵀ U
+    k_dec_t = k_dec.transpose(-2, -1)  # (B, H, N, K, C)
+    o_intra = P @ U  # (B, H, N, C, V)
+    state_in = k_dec_t @ U  # (B, H, N, K, V)
+    state_mix = None if W is None else k_dec_t @ W  # (B, H, N, K, K)
+    q_state = q_dec if W is None else q_dec - P @ W  # (B, H, N, C, K)
+    # 5. the sequential hand-off between chunks: one K×K by K×V product per chunk
+    if S is None:
+        S = q.new_zeros(B, H, K, V)
+    starts = q.new_empty(B, H, N, K, V)
+    for n in range(N):
+        starts[:, :, n] = S
+        S = chunk_decay[:, :, n] * S + state_in[:, :, n] - (0 if state_mix is None else state_mix[:, :, n] @ S)
+    o = q_state @ starts + o_intra
+    o = o.reshape(B, H, N * C, V)[:, :, :T]
+    return o.to(out_dtype), (S if output_final_state else None)
+
+
+def parallel_memory(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+    *,
+    rule: Rule = "additive",
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+):
+    """The T×T form: the whole sequence as one chunk, decays from exact segment sums.
+
+    Additive: O = (scale Q Kᵀ ⊙ D) V + (scale Q ⊙ exp G) S_0 with the decay mask D_ij = Π_{j<s≤i} α_s
+    (for linear attention D is the causal mask of ones — "attention without the softmax").
+    Delta: the same with V replaced by the WY-corrected values U − W S_0 over the whole sequence.
+
+    Memory is O(T²) (O(T²K) with per-channel gates): this form is for teaching and checking, at modest T.
+    """
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state)
+    out_dtype = v.dtype
+    q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
+    if S is None:
+        S = q.new_zeros(B, H, K, V)
+    seg = _segsum(g)  # [B, H, T, T, 1|K]: log Π_{j<s≤i} α_s
+    G = torch.cumsum(g, dim=-2)  # only ever exponentiated alone (≤ 0), never differenced
+
+    def products(a, b, diagonal):
+        decay = torch.exp(
+            seg if diagonal else seg.masked_fill(torch.eye(T, dtype=torch.bool, device=q.device)[..., None], -torch.inf)
+        )
+        if g.shape[-1] == 1:
+            return (a @ b.transpose(-2, -1)) * decay[..., 0]
+        return torch.einsum("bhik,bhjk,bhijk->bhij", a, b, decay)
+
+    qs = scale * q
+    P = products(qs, k, True)
+    corrected = v
+    if rule == "delta":
+        M = beta[..., :, None] * products(k, k, False)
+        eye = torch.eye(T, dtype=M.dtype, device=M.device)
+        rhs = beta[..., None] * torch.cat([v, k * torch.exp(G)], dim=-1)
+        sol = torch.linalg.solve_triangular(eye + M, rhs, upper=False, unitriangular=True)
+        corrected = sol[..., :V] - sol[..., V:] @ S
+    o = (qs * torch.exp(G)) @ S + P @ corrected
+    if output_final_state:
+        k_dec = k * torch.exp(seg[:, :, -1])  # exp(G_T − G_j) = exp(segsum[T−1, j])
+        S = torch.exp(G[:, :, -1])[..., None] * S + k_dec.transpose(-2, -1) @ corrected
+    return o.to(out_dtype), (S if output_final_state else None)
+
+
+def run_memory(q, k, v, g=None, beta=None, *, rule: Rule, mode: str = "chunk", chunk_size: int = 64, **kw):
+    """Dispatch on ``mode`` ("recurrent" | "chunk" | "parallel") with the shared contract."""
+    checks.mode(mode)
+    checks.chunk_size(chunk_size)
+    if mode == "recurrent":
+        return recurrent_memory(q, k, v, g, beta, rule=rule, **kw)
+    if mode == "parallel":
+        return parallel_memory(q, k, v, g, beta, rule=rule, **kw)
+    return chunk_memory(q, k, v, g, beta, rule=rule, chunk_size=chunk_size, **kw)
