@@ -1,0 +1,7 @@
+"""Stage page placeholder (being built)."""
+
+import streamlit as st
+
+from ui.common import stage_header
+
+stage_header("deltanet")

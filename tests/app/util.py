@@ -1,0 +1,52 @@
+"""Helpers for Streamlit AppTest: run a page inside the real app shell, read figures back as numpy."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 60  # seconds per script run; generous for a loaded 2-core machine
+
+
+def run_page(url_path: str, *, seed: int | None = None, timeout: float = TIMEOUT, **session) -> AppTest:
+    """Run app.py with the page at ``url_path`` selected (as st.navigation would), return the AppTest."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    if seed is not None:
+        at.session_state["seed"] = seed
+    for key, value in session.items():
+        at.session_state[key] = value
+    at.switch_page(str(ROOT / "pages" / f"{url_path}.py"))
+    at.run()
+    assert not at.exception, f"page {url_path} raised: {[e.value for e in at.exception]}"
+    return at
+
+
+def decode(obj):
+    """Undo Plotly's typed-array encoding ({"dtype", "bdata", "shape"}) anywhere in a figure dict."""
+    if isinstance(obj, dict):
+        if "bdata" in obj and "dtype" in obj:
+            arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
+            shape = obj.get("shape")
+            if shape:
+                dims = [int(s) for s in str(shape).split(",")] if isinstance(shape, str) else list(shape)
+                arr = arr.reshape(dims)
+            return arr
+        return {k: decode(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode(v) for v in obj]
+    return obj
+
+
+def figures(at: AppTest) -> list[dict]:
+    """Every Plotly chart on the page, as decoded figure dicts (data, layout, frames)."""
+    return [decode(json.loads(chart.proto.spec)) for chart in at.get("plotly_chart")]
+
+
+def z_of(trace: dict) -> np.ndarray:
+    """A heatmap trace's z as a float array (lists of lists or typed arrays)."""
+    return np.asarray(trace["z"], dtype=float)

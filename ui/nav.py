@@ -1,0 +1,32 @@
+"""The app's pages, in order, by section. app.py builds ``st.navigation`` from this list.
+
+Each entry: (section, file under pages/, title, icon, url_path). The lineage section follows the story's order;
+the guided tour walks it in this order too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PageEntry:
+    section: str
+    file: str
+    title: str
+    icon: str
+    url_path: str
+    stage: str | None = None  # key in lineage.stages for stage pages
+
+
+PAGES: tuple[PageEntry, ...] = (
+    PageEntry("The lineage", "pages/home.py", "Home", "🏠", "home"),
+    PageEntry("The lineage", "pages/gpt2.py", "GPT-2 (recompute)", "1️⃣", "gpt2", "gpt2"),
+    PageEntry("The lineage", "pages/kv_cache.py", "KV cache", "2️⃣", "kv_cache", "kv_cache"),
+    PageEntry(
+        "The lineage", "pages/linear_attention.py", "Linear attention", "3️⃣", "linear_attention", "linear_attention"
+    ),
+    PageEntry("The lineage", "pages/deltanet.py", "DeltaNet", "4️⃣", "deltanet", "deltanet"),
+)
+
+SECTIONS = ("The lineage", "Labs", "Tools")
