@@ -1,0 +1,157 @@
+"""For teachers and the hosted demo: presenter mode, the guided tour, step controls, charts with export and alt text.
+
+Presenter mode (sidebar toggle, or ``?present=1`` in the URL) enlarges everything for the back of a room —
+body text 24 px, titles 40 px, chart ticks 18 px, chart titles 32 px — collapses the sidebar and hides app
+chrome. The tour walks the lineage pages in order with one-line transitions and keyboard shortcuts.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from lineage import stages
+from ui.nav import PAGES
+
+PRESENT_KEY = "present"
+PRESENTER_PX = {"body": 24, "title": 40, "heading": 32, "tick": 18, "chart_title": 32, "chart_text": 20}
+
+_PRESENTER_CSS = f"""
+<style>
+.stApp, .stApp p, .stApp li, .stApp label, .stApp span, .stApp td, .stApp th,
+.stApp div[data-testid="stMarkdownContainer"] {{
+  font-size: {PRESENTER_PX["body"]}px !important; color: #000000;
+}}
+.stApp h1 {{ font-size: {PRESENTER_PX["title"]}px !important; }}
+.stApp h2, .stApp h3 {{ font-size: {PRESENTER_PX["heading"]}px !important; }}
+.stApp code {{ font-size: {PRESENTER_PX["body"] - 4}px !important; }}
+header[data-testid="stHeader"], footer, div[data-testid="stToolbar"], div[data-testid="stDecoration"] {{
+  display: none !important;
+}}
+.stApp {{ background: #ffffff; }}
+</style>
+"""
+
+
+def presenter_requested() -> bool:
+    """``?present=1`` (or true/yes/on) in the URL asks for presenter mode when the page first loads."""
+    return str(st.query_params.get(PRESENT_KEY, "")).lower() in ("1", "true", "yes", "on")
+
+
+def presenter_mode() -> bool:
+    return bool(st.session_state.get(PRESENT_KEY, False))
+
+
+def _sync_present_param() -> None:
+    if st.session_state.get(PRESENT_KEY):
+        st.query_params[PRESENT_KEY] = "1"
+    elif PRESENT_KEY in st.query_params:
+        del st.query_params[PRESENT_KEY]
+
+
+def presenter_toggle() -> bool:
+    """The sidebar toggle; initialised from the URL once per session, kept in the URL so links carry it."""
+    if PRESENT_KEY not in st.session_state:
+        st.session_state[PRESENT_KEY] = presenter_requested()
+    st.toggle(
+        "Presenter mode",
+        key=PRESENT_KEY,
+        on_change=_sync_present_param,
+        help="Large type and charts for projecting; also ?present=1 in the URL",
+    )
+    if presenter_mode():
+        st.html(_PRESENTER_CSS)
+    return presenter_mode()
+
+
+def presenter_figure(fig: go.Figure) -> go.Figure:
+    """Scale a figure's fonts for projection (ticks ≥ 18 px, titles ≥ 32 px) and give it more height."""
+    px = PRESENTER_PX
+    fig.update_layout(
+        font=dict(size=px["chart_text"], color="#000000"),
+        title_font=dict(size=px["chart_title"]),
+        legend=dict(font=dict(size=px["chart_text"])),
+        height=max(int(fig.layout.height or 450) * 1.3, 560),
+    )
+    fig.update_xaxes(tickfont=dict(size=px["tick"]), title_font=dict(size=px["chart_text"]))
+    fig.update_yaxes(tickfont=dict(size=px["tick"]), title_font=dict(size=px["chart_text"]))
+    fig.update_annotations(font=dict(size=px["chart_text"]))
+    for sliders in fig.layout.sliders or ():
+        sliders.update(font=dict(size=px["tick"]), currentvalue=dict(font=dict(size=px["chart_text"])))
+    return fig
+
+
+def standalone_html(fig: go.Figure, title: str) -> bytes:
+    """The figure as one offline HTML file (plotly.js inlined), ready to open from disk and play."""
+    html = fig.to_html(
+        include_plotlyjs=True, full_html=True, auto_play=False, config={"displaylogo": False, "responsive": True}
+    )
+    return html.replace("<head>", f"<head><title>{title} — Attention Lineage</title>", 1).encode("utf-8")
+
+
+def chart(fig: go.Figure, *, key: str, alt: str, export_name: str | None = None) -> None:
+    """Show a Plotly figure the house way: presenter scaling, PNG/SVG export from the toolbar, alt text,
+    and — for animations — a download of the animation as a standalone offline HTML file."""
+    if presenter_mode():
+        fig = presenter_figure(go.Figure(fig))
+    name = export_name or key
+    config = {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2},
+        "modeBarButtonsToAdd": ["toImage"],
+    }
+    st.plotly_chart(fig, key=key, config=config, alt=alt, use_container_width=True)
+    if fig.frames:
+        st.download_button(
+            "Download this animation (offline HTML)",
+            data=lambda: standalone_html(fig, name),
+            file_name=f"{name}.html",
+            mime="text/html",
+            key=f"{key}_export",
+        )
+
+
+def step_control(page: str, n_steps: int, *, label: str = "Step (token)") -> int:
+    """A step slider with ◀ / ▶ buttons (keyboard: J back, K forward) that works without the animation.
+
+    Returns the chosen step, 0-based. The slider shows steps 1-based, as a reader counts tokens.
+    """
+    key = f"{page}_step"
+    if key not in st.session_state or not 1 <= st.session_state[key] <= n_steps:
+        st.session_state[key] = n_steps
+
+    def move(delta: int) -> None:
+        st.session_state[key] = min(max(st.session_state[key] + delta, 1), n_steps)
+
+    back, slider, fwd = st.columns([1, 8, 1], vertical_alignment="bottom")
+    back.button("◀", key=f"{key}_back", on_click=move, args=(-1,), shortcut="J", help="Step back (J)")
+    fwd.button("▶", key=f"{key}_fwd", on_click=move, args=(1,), shortcut="K", help="Step forward (K)")
+    if n_steps > 1:
+        slider.slider(label, 1, n_steps, key=key)
+    else:
+        slider.caption(f"{label}: 1 of 1")
+    return int(st.session_state[key]) - 1
+
+
+def tour_nav(stage_key: str) -> None:
+    """Previous / next stage in lineage order, with the transition line, as links and keyboard shortcuts."""
+    order = [p for p in PAGES if p.section == "The lineage"]
+    idx = next((i for i, p in enumerate(order) if p.stage == stage_key), None)
+    if idx is None:
+        return
+    st.divider()
+    prev_col, next_col = st.columns(2)
+    if idx > 0:
+        prev = order[idx - 1]
+        if prev_col.button(
+            f"← Previous: {prev.title}", key="tour_prev", shortcut="Shift+P", help="Previous stage (Shift+P)"
+        ):
+            st.switch_page(prev.file)
+    if idx + 1 < len(order):
+        nxt = order[idx + 1]
+        if nxt.stage:
+            next_col.markdown(f"*{stages.stage(nxt.stage).transition}*")
+        if next_col.button(
+            f"Next: {nxt.title} →", key="tour_next", type="primary", shortcut="Shift+N", help="Next stage (Shift+N)"
+        ):
+            st.switch_page(nxt.file)
