@@ -83,11 +83,13 @@ def linear_attention(
             mode=mode,
             chunk_size=chunk_size,
         )
-    ones = torch.ones_like(v[..., :1])
+    # Numerator and normaliser both grow with t; keep them in the compute dtype (fp32/fp64) until the division,
+    # or fp16 overflows (65504) after some thousands of steps even though the ratio is O(1).
+    v_aug = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1).to(checks.compute_dtype(q, k, v))
     o, S = run_memory(
         qf,
         kf,
-        torch.cat([v, ones], dim=-1),
+        v_aug,
         rule="additive",
         scale=scale,
         initial_state=initial_state,

@@ -40,9 +40,9 @@ from lineage import _checks as checks
 
 Rule = Literal["additive", "delta"]
 
-# Log-gates below this are treated as a full wipe. exp(-GATE_FLOOR) underflows to 0 in fp32 and is ~1e-87 in
-# fp64, so the result is a wipe either way, while cumulative sums of clamped gates stay finite: -inf would make
-# G_i - G_j = -inf - (-inf) = NaN inside a chunk.
+# In the chunked form, log-gates below this are treated as a full wipe. exp(-GATE_FLOOR) underflows to 0 in fp32
+# and is ~1e-87 in fp64, so the result is a wipe either way, while cumulative sums of clamped gates stay finite:
+# -inf would make G_i - G_j = -inf - (-inf) = NaN inside a chunk. The recurrent and parallel forms take -inf as is.
 GATE_FLOOR = 200.0
 
 # Sub-chunk length for per-channel gates (see _decayed_products): short enough that the C×c×K decay tensor of
@@ -97,7 +97,6 @@ def _prepare(q, k, v, g, beta, initial_state, K):
     else:
         g = g.to(dtype)
         g = g.unsqueeze(-1) if g.dim() == 3 else g
-        g = g.clamp(min=-GATE_FLOOR)
     beta = None if beta is None else beta.to(dtype)
     S0 = None if initial_state is None else initial_state.to(dtype)
     return q, k, v, g, beta, S0
@@ -322,8 +321,9 @@ def chunk_memory(
     # 1. split into chunks                                                      # (B, H, N, C, ·)
     q, k, v, g = (x.reshape(B, H, N, C, x.shape[-1]) for x in (q, k, v, g))
     beta = None if beta is None else beta.reshape(B, H, N, C)
-    # 2. cumulative log-decay, restarted in every chunk (never across chunks: keeps G small and finite)
-    G = torch.cumsum(g, dim=-2)
+    # 2. cumulative log-decay, restarted in every chunk (never across chunks: keeps G small and finite);
+    #    a wipe (−inf) is clamped to −GATE_FLOOR so that differences G_i − G_j never meet −inf − (−inf)
+    G = torch.cumsum(g.clamp(min=-GATE_FLOOR), dim=-2)
     # 3. intra-chunk work for all chunks at once
     q_dec, P, W, U, k_dec = _intra_chunk(q, k, v, G, beta, rule, scale)
     chunk_decay = torch.exp(G[..., -1, :])[..., None]  # (B, H, N, 1|K, 1): α accumulated over each whole chunk

@@ -14,14 +14,20 @@ TIMEOUT = 60  # seconds per script run; generous for a loaded 2-core machine
 
 
 def run_page(url_path: str, *, seed: int | None = None, timeout: float = TIMEOUT, **session) -> AppTest:
-    """Run app.py with the page at ``url_path`` selected (as st.navigation would), return the AppTest."""
+    """Run app.py, then switch to the page at ``url_path`` as st.navigation would; return the AppTest.
+
+    The first run registers the pages (and renders the sidebar of the real shell); switching before it would
+    bypass st.navigation and run the page alone.
+    """
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     if seed is not None:
         at.session_state["seed"] = seed
     for key, value in session.items():
         at.session_state[key] = value
-    at.switch_page(str(ROOT / "pages" / f"{url_path}.py"))
     at.run()
+    if url_path != "home":
+        at.switch_page(f"pages/{url_path}.py")
+        at.run()
     assert not at.exception, f"page {url_path} raised: {[e.value for e in at.exception]}"
     return at
 
