@@ -161,6 +161,12 @@ def recurrent_memory(
     return result + (MemoryTrace(output=o.detach().cpu().numpy(), **stacked),)
 
 
+def _lower(n: int, device, diagonal: int = 0) -> torch.Tensor:
+    """Boolean lower-triangular mask [n, n] (i − j ≥ −diagonal), built by comparison: cheaper than torch.tril."""
+    i = torch.arange(n, device=device)
+    return i[:, None] - i[None, :] >= -diagonal
+
+
 def _segsum(g: torch.Tensor) -> torch.Tensor:
     """Segment sums over the time axis (dim -2): out[..., i, j, c] = Σ_{j < s ≤ i} g[..., s, c] for i ≥ j, −inf above.
 
@@ -169,10 +175,10 @@ def _segsum(g: torch.Tensor) -> torch.Tensor:
     """
     T = g.shape[-2]
     x = g.unsqueeze(-3).expand(*g.shape[:-2], T, T, g.shape[-1])  # [..., i, s, c] = g[s]
-    strict = torch.tril(torch.ones(T, T, dtype=torch.bool, device=g.device), diagonal=-1)
+    strict = _lower(T, g.device, diagonal=-1)
     x = x.masked_fill(~strict.T[..., None], 0.0).transpose(-3, -2)  # keep s > j: [..., s, j, c]
     seg = torch.cumsum(x, dim=-3)  # [..., i, j, c] = Σ_{j < s ≤ i} g[s]
-    incl = torch.tril(torch.ones(T, T, dtype=torch.bool, device=g.device))
+    incl = _lower(T, g.device)
     return seg.masked_fill(~incl[..., None], float("-inf"))
 
 
@@ -200,7 +206,7 @@ def _exact_products(q, k, G):
     q, k, G = (x.reshape(*lead, n, c, K) for x in (q, k, G))  # (..., n, c, K)
 
     # 1. diagonal blocks: the full decay tensor, incl. the diagonal (P needs it; M drops it below)
-    sub_mask = torch.tril(torch.ones(c, c, dtype=torch.bool, device=q.device))
+    sub_mask = _lower(c, q.device)
     diff = G[..., :, None, :] - G[..., None, :, :]  # (..., n, c_i, c_j, K): G_i − G_j
     k_decay = k[..., None, :, :] * torch.exp(diff.masked_fill(~sub_mask[..., None], float("-inf")))
     diag_P = torch.einsum("...nik,...nijk->...nij", q, k_decay)  # (..., n, c, c)
@@ -209,7 +215,7 @@ def _exact_products(q, k, G):
     # 2. off-diagonal blocks (r > s): factor the decay at the end of column sub-chunk s
     G_end = G[..., -1, :]  # (..., n, K)
     k_tilde = k * torch.exp(G_end[..., None, :] - G)  # (..., s, c, K), factor ≤ 1
-    lower = torch.tril(torch.ones(n, n, dtype=torch.bool, device=q.device), diagonal=-1)  # r > s
+    lower = _lower(n, q.device, diagonal=-1)  # r > s
     row_diff = G[..., :, None, :, :] - G_end[..., None, :, None, :]  # (..., r, s, c, K): G_i − G_e(s)
     row_decay = torch.exp(row_diff.masked_fill(~lower[..., None, None], float("-inf")))
     eye = torch.eye(n, dtype=torch.bool, device=q.device)[..., None, None]
@@ -238,8 +244,7 @@ def _chunk_products(q, k, G):
     harder take the exact sub-chunk route of :func:`_exact_products`.
     """
     C = q.shape[-2]
-    incl = torch.tril(torch.ones(C, C, dtype=torch.bool, device=q.device))
-    strict = torch.tril(incl, diagonal=-1)
+    incl, strict = _lower(C, q.device), _lower(C, q.device, diagonal=-1)
     if G.shape[-1] == 1:
         decay = torch.exp((G - G.transpose(-2, -1)).masked_fill(~incl, float("-inf")))  # (..., C, C)
         return (q @ k.transpose(-2, -1)) * decay, (k @ k.transpose(-2, -1)) * decay.masked_fill(~strict, 0.0)

@@ -1,0 +1,230 @@
+"""The shared recurrence: recurrent ⇄ chunk ⇄ parallel for all six (rule × gate) cells, strong decay, wipes, traces.
+
+``make_inputs`` and ``STAGE_CELL`` are the input helpers of every linear-memory test file (they import them from
+here), so that one seeded recipe makes the inputs everywhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lineage.recurrence as recurrence
+from lineage.recurrence import recurrent_memory, run_memory
+from tests.util import assert_close
+
+MODES = ("recurrent", "chunk", "parallel")
+DTYPE_NAME = {torch.float64: "fp64", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+# The grid of DESIGN.md: every stage is one (write rule, gate) cell of the shared recurrence.
+STAGE_CELL = {
+    "linear_attention": ("additive", "none"),
+    "deltanet": ("delta", "none"),
+    "mamba2": ("additive", "scalar"),
+    "gla": ("additive", "channel"),
+    "gated_deltanet": ("delta", "scalar"),
+    "kda": ("delta", "channel"),
+}
+CELLS = list(STAGE_CELL.values())
+GATED_STAGES = ("mamba2", "gla", "gated_deltanet", "kda")
+
+
+def make_inputs(B=2, H=3, T=37, K=8, V=6, *, rule="additive", gate="none", dtype=torch.float64, state=True, seed=0):
+    """Seeded inputs for one (rule, gate) cell, drawn in fp64 and then cast, so every dtype sees the same numbers.
+
+    Keys (and queries) are L2-normalised for the delta rule, so that I − β k kᵀ is a contraction. The log-gate
+    is logsigmoid(x + 2): per-step decays mostly between 0.7 and 0.99. β is uniform in [0, 1).
+
+    Returns a dict with q, k [B, H, T, K], v [B, H, T, V], g ([B, H, T] | [B, H, T, K] | None),
+    beta ([B, H, T] | None) and initial_state ([B, H, K, V] | None).
+    """
+    gen = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
+    q, k, v = randn(B, H, T, K), randn(B, H, T, K), randn(B, H, T, V)
+    if rule == "delta":
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+    g_shape = {"none": None, "scalar": (B, H, T), "channel": (B, H, T, K)}[gate]
+    g = None if g_shape is None else F.logsigmoid(randn(*g_shape) + 2.0)
+    beta = torch.rand(B, H, T, generator=gen, dtype=torch.float64) if rule == "delta" else None
+    S0 = 0.5 * randn(B, H, K, V) if state else None
+    inputs = {"q": q, "k": k, "v": v, "g": g, "beta": beta, "initial_state": S0}
+    return {name: None if x is None else x.to(dtype) for name, x in inputs.items()}
+
+
+def run(x, *, rule, mode, chunk_size=64, **kw):
+    """run_memory on a make_inputs dict, always returning the final state."""
+    return run_memory(
+        x["q"],
+        x["k"],
+        x["v"],
+        x["g"],
+        x["beta"],
+        rule=rule,
+        mode=mode,
+        chunk_size=chunk_size,
+        initial_state=x["initial_state"],
+        output_final_state=True,
+        **kw,
+    )
+
+
+# ---- 1. recurrent ⇄ chunk ⇄ parallel ----------------------------------------------------------------------
+
+# (B, H, T, C): T not a multiple of C, C ∈ {1, 3, 16, 64, T}, T = 1, and one T that C divides.
+SHAPES = [(2, 3, 37, 1), (2, 3, 37, 3), (2, 3, 37, 16), (2, 3, 37, 64), (2, 3, 37, 37), (1, 2, 1, 1), (1, 2, 1, 64)]
+SHAPES += [(1, 2, 48, 16)]
+EQUIVALENCE_CASES = [
+    pytest.param(rule, gate, B, H, T, C, dtype, id=f"{rule}-{gate}-B{B}-H{H}-T{T}-C{C}-{DTYPE_NAME[dtype]}")
+    for (rule, gate), (B, H, T, C), dtype in itertools.product(CELLS, SHAPES, (torch.float64, torch.float32))
+]
+
+
+@pytest.mark.parametrize("rule, gate, B, H, T, C, dtype", EQUIVALENCE_CASES)
+def test_chunk_and_parallel_equal_recurrence(rule, gate, B, H, T, C, dtype):
+    x = make_inputs(B, H, T, rule=rule, gate=gate, dtype=dtype)
+    o_ref, S_ref = run(x, rule=rule, mode="recurrent")
+    for mode in ("chunk", "parallel"):
+        o, S = run(x, rule=rule, mode=mode, chunk_size=C)
+        assert o.dtype == dtype and S.dtype == dtype
+        assert_close(o, o_ref, what=f"{mode} output")
+        assert_close(S, S_ref, what=f"{mode} final state")
+
+
+# ---- 5. strong decay, the exact sub-chunk path, wipes -----------------------------------------------------
+
+
+@pytest.mark.parametrize("stage", GATED_STAGES)
+def test_strong_decay_chunk_is_finite_and_equals_recurrence(stage):
+    # g = −8 every step: a chunk of 64 spans exp(−512), far below fp32's smallest normal number, so any
+    # exp(G_i)·exp(−G_j) factorisation would overflow; only differences on the masked triangle survive.
+    rule, gate = STAGE_CELL[stage]
+    x = make_inputs(1, 1, 4096, 16, 16, rule=rule, gate=gate, dtype=torch.float32, state=False)
+    x["g"] = torch.full_like(x["g"], -8.0)
+    o_ref, S_ref = run(x, rule=rule, mode="recurrent")
+    o, S = run(x, rule=rule, mode="chunk", chunk_size=64)
+    assert torch.isfinite(o).all() and torch.isfinite(S).all()
+    assert_close(o, o_ref, what="chunk output")
+    assert_close(S, S_ref, what="chunk final state")
+
+
+def counting_exact_products(monkeypatch) -> list[int]:
+    """Wrap _exact_products to record how many chunks (rows of its batch) take the exact sub-chunk route."""
+    calls: list[int] = []
+    exact = recurrence._exact_products
+
+    def counted(q, k, G):
+        calls.append(q.shape[0])
+        return exact(q, k, G)
+
+    monkeypatch.setattr(recurrence, "_exact_products", counted)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=DTYPE_NAME.get)
+@pytest.mark.parametrize("stage", ["gla", "kda"])
+def test_mixed_channel_decay_takes_both_paths_and_equals_recurrence(stage, dtype, monkeypatch):
+    # Half the channels decay by −30 per step (a chunk spans e^−1920), half by −0.01, but only in the first half
+    # of the sequence; the second half is weak everywhere. So some chunks need the exact route, others not.
+    rule, gate = STAGE_CELL[stage]
+    B, H, T, K, C = 1, 2, 256, 16, 64
+    x = make_inputs(B, H, T, K, 16, rule=rule, gate=gate, dtype=dtype)
+    g = torch.full((B, H, T, K), -0.01, dtype=dtype)
+    g[:, :, : T // 2, : K // 2] = -30.0
+    x["g"] = g
+    calls = counting_exact_products(monkeypatch)
+    o, S = run(x, rule=rule, mode="chunk", chunk_size=C)
+    chunks = B * H * (T // C)
+    assert 0 < sum(calls) < chunks, f"exact route taken for {sum(calls)} of {chunks} chunks"
+    o_ref, S_ref = run(x, rule=rule, mode="recurrent")
+    assert torch.isfinite(o).all()
+    assert_close(o, o_ref, what="chunk output")
+    assert_close(S, S_ref, what="chunk final state")
+
+
+@pytest.mark.parametrize("stage", ["gla", "kda"])
+def test_weak_channel_decay_takes_only_the_fast_path(stage, monkeypatch):
+    rule, gate = STAGE_CELL[stage]
+    x = make_inputs(1, 2, 100, rule=rule, gate=gate, dtype=torch.float32)
+    calls = counting_exact_products(monkeypatch)
+    o, S = run(x, rule=rule, mode="chunk", chunk_size=32)
+    assert calls == []
+    o_ref, S_ref = run(x, rule=rule, mode="recurrent")
+    assert_close(o, o_ref, what="chunk output")
+    assert_close(S, S_ref, what="chunk final state")
+
+
+WIPE_CASES = [
+    pytest.param(stage, mode, dtype, id=f"{stage}-{mode}-{DTYPE_NAME[dtype]}")
+    for stage, mode, dtype in itertools.product(GATED_STAGES, MODES, (torch.float32, torch.float64))
+]
+
+
+@pytest.mark.parametrize("stage, mode, dtype", WIPE_CASES)
+def test_minus_inf_gate_wipes_the_state(stage, mode, dtype):
+    rule, gate = STAGE_CELL[stage]
+    s = 9  # the wiped step, in the middle of the third chunk of 4
+    x = make_inputs(1, 2, 20, rule=rule, gate=gate, dtype=dtype)
+    x["g"][:, :, s] = -torch.inf
+    # write nothing at the wipe step (β = 0, or k = 0 for the additive rule), so the state after it is empty
+    if rule == "delta":
+        x["beta"][:, :, s] = 0.0
+    else:
+        x["k"][:, :, s] = 0.0
+    upto = {name: None if t is None or name == "initial_state" else t[:, :, : s + 1] for name, t in x.items()}
+    upto["initial_state"] = x["initial_state"]
+    _, S_wiped = run(upto, rule=rule, mode=mode, chunk_size=4)
+    if mode == "recurrent":
+        assert torch.count_nonzero(S_wiped) == 0, f"max |S| = {S_wiped.abs().max().item():.3e} after the wipe"
+    else:
+        assert S_wiped.abs().max() <= 1e-30
+    o, _ = run(x, rule=rule, mode=mode, chunk_size=4)
+    fresh = {name: None if t is None or name == "initial_state" else t[:, :, s:] for name, t in x.items()}
+    o_fresh, _ = run(fresh, rule=rule, mode=mode, chunk_size=4)
+    assert_close(o[:, :, s:], o_fresh, what="outputs after the wipe vs a fresh run")
+    assert torch.isfinite(o).all()
+
+
+# ---- 7. traces --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule, gate", CELLS, ids=[f"{r}-{g}" for r, g in CELLS])
+def test_trace_records_what_the_recurrence_did(rule, gate):
+    B, H, T, K, V = 2, 2, 7, 4, 3
+    x = make_inputs(B, H, T, K, V, rule=rule, gate=gate)
+    scale = 0.7
+    o, S, tr = recurrent_memory(
+        x["q"],
+        x["k"],
+        x["v"],
+        x["g"],
+        x["beta"],
+        rule=rule,
+        scale=scale,
+        initial_state=x["initial_state"],
+        output_final_state=True,
+        trace=True,
+    )
+    states, decay, read, delta, output = (
+        torch.from_numpy(a) for a in (tr.states, tr.decay, tr.read, tr.delta, tr.output)
+    )
+    assert states.shape == (B, H, T, K, V) and decay.shape == (B, H, T, K)
+    assert read.shape == delta.shape == output.shape == (B, H, T, V)
+    assert_close(output, o, what="trace.output")
+    assert_close(states[:, :, -1], S, what="trace.states[-1]")
+    g = torch.zeros(B, H, T) if x["g"] is None else x["g"]
+    expected_decay = torch.exp(g if g.dim() == 4 else g[..., None]).expand(B, H, T, K)
+    assert_close(decay, expected_decay, what="trace.decay")
+    expected_delta = x["v"] if rule == "additive" else x["beta"][..., None] * (x["v"] - read)
+    assert_close(delta, expected_delta, what="trace.delta")
+    # Each recorded step is consistent with the one before: S' = Diag(α) S_{t−1}, read = S'ᵀk, S_t = S' + k uᵀ.
+    previous = torch.cat([x["initial_state"][:, :, None], states[:, :, :-1]], dim=2)  # (B, H, T, K, V)
+    decayed = decay[..., None] * previous
+    assert_close(read, torch.einsum("bhtkv,bhtk->bhtv", decayed, x["k"]), what="trace.read")
+    assert_close(states, decayed + x["k"][..., None] * delta[..., None, :], what="trace.states")
+    assert_close(output, torch.einsum("bhtkv,bhtk->bhtv", states, scale * x["q"]), what="o_t = S_tᵀ(scale q_t)")
