@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -23,7 +23,7 @@ from torch import nn
 
 from lineage import _checks as checks
 from lineage.layers import STAGE_LAYOUT, Block, LinearMemoryMixer, MixerConfig
-from lineage.memory import KIMI_LINEAR_MLA_LAYERS
+from lineage.memory import KIMI_LINEAR_MLA_LAYERS, MODELS, ModelSpec
 from lineage.mla import MLA
 from lineage.softmax import CausalSelfAttention
 
@@ -152,4 +152,27 @@ def decode_trace(config: HybridConfig, T: int, seed: int = 0) -> HybridDecode:
         bytes=np.asarray(rows, dtype=np.int64),
         outputs=decoded.numpy(),
         max_err_vs_full=float((decoded - full[0]).abs().max()),
+    )
+
+
+def kimi_linear_spec(schedule: Sequence[str]) -> ModelSpec:
+    """Kimi Linear 48B's layer shapes stacked by another schedule, for :func:`lineage.memory.footprint`.
+
+    The shapes are those of ``MODELS["kimi-linear-48b"]``: KDA 32 heads × 128 × 128 with a short conv of 4, MLA
+    caching 512 + 64 numbers per token. ``kimi_linear_spec(kimi_linear_schedule())`` is that spec itself; for any
+    other schedule the parameter counts are dropped, since they belong to the released 27-layer model only.
+    """
+    spec = MODELS["kimi-linear-48b"]
+    schedule = tuple(schedule)
+    if schedule == spec.layer_kinds:
+        return spec
+    n_mla = schedule.count("mla")
+    return replace(
+        spec,
+        name=f"Kimi Linear shapes, {len(schedule)} layers ({n_mla} MLA)",
+        n_layers=len(schedule),
+        layer_kinds=schedule,
+        params_nominal=None,
+        active_params_nominal=None,
+        notes="Kimi Linear 48B's per-layer shapes with a user-chosen schedule; not a released model.",
     )

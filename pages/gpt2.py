@@ -1,7 +1,103 @@
-"""Stage page placeholder (being built)."""
+"""GPT-2 without a cache: to produce each new token, the layer runs again over the whole prefix."""
+
+from __future__ import annotations
 
 import streamlit as st
 
-from ui.common import stage_header
+from lineage import demo, plots
+from lineage.softmax import CausalSelfAttention, decode_recompute, recompute_generation_cost
+from ui.classroom import chart, step_control, tour_nav
+from ui.common import HEAD_DIM_CAP, STAGE_T_CAP, cap_note, run_or_stop, seed, show_code, stage_header, what_to_notice
 
 stage_header("gpt2")
+st.markdown(
+    """
+GPT-2 writes text one token at a time, and every new token is allowed to look at all the tokens before it. Each
+attention head turns a token into a query, a key and a value; the newest query is compared with every key, the
+scores go through a softmax, and the weights mix the values. The lookup is exact: any earlier token can be found,
+however far back.
+
+The catch is what happens between tokens. Run naively, the model keeps nothing: to produce token N it feeds all N
+tokens through the layer again, projecting N rows of queries, keys and values, although N − 1 of those rows are
+identical to the ones it computed one step earlier. Only the last row is new. The work per token therefore grows
+with the length of the text, and a whole generation costs 1 + 2 + … + N rows: quadratic in N.
+"""
+)
+show_code(decode_recompute, CausalSelfAttention.forward, recompute_generation_cost)
+
+a, b, c = st.columns(3)
+T = a.slider("Tokens to generate T", 2, STAGE_T_CAP, 32, key="gpt2_T")
+a.caption(cap_note("T", STAGE_T_CAP))
+n_heads = b.slider("Heads", 1, demo.SOFTMAX_MAX_HEADS, 4, key="gpt2_heads", help="GPT-2 124M has 12.")
+b.caption(cap_note("Heads", demo.SOFTMAX_MAX_HEADS))
+head_dim = c.slider("Head dim", 2, HEAD_DIM_CAP, 16, key="gpt2_head_dim", help="GPT-2 124M uses 64.")
+c.caption(cap_note("Head dim", HEAD_DIM_CAP))
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def live(T: int, n_heads: int, head_dim: int, seed: int) -> demo.SoftmaxRun:
+    return demo.run_softmax(T, n_heads, head_dim, seed, block_size=min(8, T))
+
+
+run = run_or_stop(live, T, n_heads, head_dim, seed())
+cost = run.cost
+
+st.subheader("The live run")
+st.markdown(
+    f"One causal self-attention layer (d_model = {n_heads} × {head_dim} = {n_heads * head_dim}) generates {T} tokens "
+    "twice: once recomputing everything at every step, once with a KV cache. The row counts come from the loops "
+    "themselves, not from a formula."
+)
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Q/K/V rows projected, no cache", f"{run.rows_recompute:,}", help="Counted by decode_recompute.")
+m2.metric("Q/K/V rows projected, with a cache", f"{run.rows_cached:,}")
+m3.metric(
+    "outputs differ by",
+    f"{run.err_recompute:.1e}",
+    help="Largest |recompute − cached| over the largest |cached| output: the same tokens either way.",
+)
+m4.metric(
+    "time, no cache / cache",
+    f"{run.seconds['recompute'] * 1e3:.1f} / {run.seconds['cached'] * 1e3:.1f} ms",
+    help="Wall time of one generation of all T tokens each way.",
+)
+st.caption(f"Computed live ({run.device}).")
+
+step = step_control("gpt2", T)
+st.markdown(
+    f"**Step {step}** — generating token {step} with N = {step + 1} tokens in the context. Without a cache the layer "
+    f"projects **{cost.rows_recompute[step]:,} rows** and spends {cost.flops_recompute[step]:,} FLOPs; with a cache "
+    f"it projects **{cost.rows_cached[step]} row** and spends {cost.flops_cached[step]:,} FLOPs. Only row {step} of "
+    "the attention matrix below is new."
+)
+chart(
+    plots.attention_growth(
+        run.trace.attn, start=step, title="Head 0's attention: one new query row per generated token"
+    ),
+    key="gpt2_attention",
+    alt="Animated causal attention matrix of head 0, one query row added per generated token.",
+    export_name="gpt2_attention",
+)
+chart(
+    plots.recompute_cost(
+        cost.position,
+        (cost.rows_recompute, cost.rows_cached),
+        (cost.flops_recompute, cost.flops_cached),
+        step=step,
+        title="Work to generate each token",
+    ),
+    key="gpt2_cost",
+    alt="Rows and FLOPs per generated token against context length, without and with a cache.",
+)
+
+what_to_notice(
+    [
+        "Each frame adds one row: the newest query's weights over every key so far. The rows above it never change, "
+        "yet without a cache every one of them is computed again at every step.",
+        f"The rows projected per token grow in a straight line with N, so the {T} tokens here cost "
+        f"{run.rows_recompute:,} rows instead of {run.rows_cached}: doubling the text quadruples the work.",
+        "The two generations agree to float precision: recomputing buys nothing but time. Keeping the keys and "
+        "values instead is the KV cache, the next stage.",
+    ]
+)
+tour_nav("gpt2")

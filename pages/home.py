@@ -1,6 +1,118 @@
-"""Home (placeholder until the home page lands)."""
+"""Home: the lineage at a glance — its table, the write-rule × gate grid, the 22,580× headline, memory vs length."""
 
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
 import streamlit as st
 
+from lineage import memory, plots, stages
+from ui.classroom import chart
+from ui.nav import PAGES
+
 st.title("Attention Lineage")
-st.write("From GPT-2 to Kimi: how language models store, update, forget and retrieve memory.")
+st.markdown(
+    """
+From GPT-2 (2019) to the Kimi Linear hybrid (2025), the big changes to attention were changes to memory: what a
+model keeps about the text so far, how it updates it, what it lets fade, and how it reads it back. Each stage
+below fixed one problem of the stage before and paid for it with a new one. Every stage page runs the real
+mechanism live, on this machine, and animates it token by token.
+"""
+)
+
+st.subheader("The lineage")
+table = pd.DataFrame(
+    [
+        {
+            "Stage": s.title,
+            "Representative": s.representative,
+            "Year": s.year,
+            "Memory mechanism": s.mechanism,
+            "Problem solved": s.problem_solved,
+            "Cost introduced": s.cost_introduced,
+        }
+        for s in stages.STAGES
+    ]
+)
+st.table(table, hide_index=True, border="horizontal")
+
+st.subheader("One recurrence, six cells")
+st.markdown(
+    """
+Every fixed-memory stage runs the same loop over a K × V state S: optionally decay it, write the new key and
+value, read it with the query. Two choices tell the stages apart. The **write rule**: *additive* (S += k vᵀ) or
+*delta* (read the value at k first and write only the correction). The **gate**: none, one decay per head, or one
+decay per key channel. Pick a cell to open its page.
+"""
+)
+page_of = {entry.stage: entry for entry in PAGES if entry.stage}
+gate_names = {"none": "no gate (α = 1)", "scalar": "one gate per head", "channel": "a gate per key channel"}
+rule_names = {"additive": "**additive** write", "delta": "**delta** write"}
+
+
+def stage_cell(container, stage: stages.Stage) -> None:
+    """A link to the stage's page, or its name alone while the page does not exist yet."""
+    entry = page_of.get(stage.key)
+    if entry is None:
+        container.markdown(stage.title)
+        container.caption(f"{stage.year} · page not built yet")
+    else:
+        container.page_link(entry.file, label=stage.title, icon=entry.icon)
+        container.caption(str(stage.year))
+
+
+cells = stages.grid()
+header = st.columns([1, 2, 2, 2])
+header[0].markdown("*write rule \\ gate*")
+for col, gate in zip(header[1:], stages.GRID_GATES, strict=True):
+    col.markdown(f"*{gate_names[gate]}*")
+for rule in stages.GRID_RULES:
+    row = st.columns([1, 2, 2, 2], border=True)
+    row[0].markdown(rule_names[rule])
+    for col, gate in zip(row[1:], stages.GRID_GATES, strict=True):
+        stage_cell(col, cells[(rule, gate)])
+st.markdown("The softmax family sits outside the grid: it keeps every key and value instead of a fixed state.")
+outside = [s for s in stages.STAGES if not s.in_grid]
+for col, stage in zip(st.columns(len(outside), border=True), outside, strict=True):
+    stage_cell(col, stage)
+
+st.subheader("22,580 GPT-2s?")
+ratio = memory.lineage_ratio()
+gpt2, k3 = memory.PARAMETER_FACTS["gpt2"], memory.PARAMETER_FACTS["kimi-k3"]
+r1, r2, r3 = st.columns(3)
+r1.metric("GPT-2 parameters", f"{gpt2.parameters:,}", help=f"{gpt2.how}: {gpt2.source}")
+r2.metric("Kimi K3 parameters", f"{k3.parameters:,}", help=f"{k3.how}: {k3.source}")
+r3.metric("GPT-2s in one Kimi K3", f"{ratio.ratio_to_computed:,.0f}")
+st.markdown(
+    f"""
+The article this app follows puts **{int(ratio.ratio_to_nominal):,}** in its title. That is 2.8 trillion divided by
+the nominal "124M" of GPT-2's name, {ratio.ratio_to_nominal:,.1f}, with the decimals dropped. Counting GPT-2's
+parameters from its configuration gives {gpt2.parameters:,}, and the ratio becomes
+{ratio.ratio_to_computed:,.0f}. Either way, parameters are not the story told here: the mechanisms of memory are.
+"""
+)
+st.caption(f"GPT-2: {gpt2.how}. Kimi K3: **{k3.how}** — {k3.source}.")
+
+st.subheader("Memory against context length, every stage")
+compare = stages.COMPARE_LAYER
+seq_lens = np.array([2**i for i in range(21)])  # 1 token to 1,048,576 (Kimi Linear's context)
+# Stages whose layers hold exactly the same bytes share one line (GPT-2 and the KV cache keep the same keys and
+# values; the delta/gated stages the same state and convolution), so no line hides another.
+series: dict[tuple, list[str]] = {}
+for s in stages.STAGES:
+    series.setdefault(tuple(stages.memory_per_layer(s.key, seq_lens)), []).append(s.title)
+chart(
+    plots.cache_vs_length(
+        seq_lens,
+        {" · ".join(titles): np.array(curve) for curve, titles in series.items()},
+        title="Bytes one layer holds while decoding (log-log)",
+    ),
+    key="home_memory",
+    alt="Bytes held per layer against context length: growing lines for the softmax stages, flat for the others.",
+)
+st.caption(
+    f"One layer {compare['n_heads']} heads × {compare['head_dim']} wide (GPT-2's attention width), bf16. Softmax "
+    "stages hold a KV cache that grows by one key and one value per token; the linear-memory stages hold a fixed "
+    "state (plus a short convolution's last inputs where the layer has one); the hybrid averages three KDA layers "
+    "and one MLA layer. Computed by `lineage.stages.memory_per_layer`; hover for exact bytes."
+)

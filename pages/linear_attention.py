@@ -1,7 +1,116 @@
-"""Stage page placeholder (being built)."""
+"""Linear attention: fold every key and value into one fixed-size matrix, so memory stops growing with the text."""
+
+from __future__ import annotations
 
 import streamlit as st
 
-from ui.common import stage_header
+from lineage import demo, plots
+from lineage.linear_attention import FEATURE_MAPS, linear_attention
+from lineage.recurrence import parallel_memory, recurrent_memory
+from ui.classroom import chart, step_control, tour_nav
+from ui.common import live_run_report, run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 
 stage_header("linear_attention")
+st.markdown(
+    """
+A KV cache keeps every key and value because softmax needs them all: exp(q·k) has to be evaluated for each stored
+key, one by one. Katharopoulos et al. (2020) replaced that kernel with a plain dot product of features,
+φ(q)·φ(k). Now the sum over the past can be regrouped: Σ_s (φ(q)·φ(k_s)) v_s = φ(q)ᵀ (Σ_s φ(k_s) v_sᵀ). The
+bracket does not depend on the query, so it can be kept as a running K×V matrix S and updated with one outer
+product per token, S ← S + φ(k_t) v_tᵀ. Next to it runs a normaliser z ← z + φ(k_t), standing in for the softmax's
+denominator; here it is the last column of the state, fed by a value of 1.
+
+The state has the same size after ten tokens and after a million, and each step costs the same. The same outputs
+can also be computed all at once, in parallel, as attention without the softmax: a T × T matrix of φ(q_t)·φ(k_j),
+masked to j ≤ t. But the update only ever adds. Nothing stored is corrected or removed, so keys that overlap keep
+blurring each other's values as the text goes on.
+"""
+)
+show_code(linear_attention, recurrent_memory, parallel_memory)
+
+T, K, V = size_controls("linear_attention")
+feature_map = st.radio(
+    "Feature map φ",
+    [name for name in FEATURE_MAPS if name != "identity"],
+    format_func={"elu1": "elu(x) + 1 (the paper's)", "relu": "relu(x)"}.get,
+    horizontal=True,
+    key="linear_attention_feature_map",
+    help="Both are non-negative, so the normaliser z·φ(q) stays positive.",
+)
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def live(T: int, K: int, V: int, seed: int, feature_map: str) -> dict:
+    run = demo.run_stage("linear_attention", T, K, V, seed, feature_map=feature_map)
+    return dict(run=run, recall=demo.recall(run), mixing=demo.mixing_matrix(run))
+
+
+out = run_or_stop(live, T, K, V, seed(), feature_map)
+run, recall = out["run"], out["recall"]
+
+st.subheader("The live run")
+st.markdown(
+    f"The recurrence runs step by step and records the state; the chunked and the T × T forms run on the device and "
+    f"are compared with it. The state is {K} × {V + 1} = **{run.states[0].size} numbers** at every step; a KV cache "
+    f"of the same {T} tokens would hold {T * (K + V)}, and keep growing."
+)
+live_run_report(run)
+
+step = step_control("linear_attention", T)
+st.markdown(
+    f"**Step {step}** — φ(k_{step}) v_{step}ᵀ is added to the state. Its size is now ‖S‖ = "
+    f"{recall.state_norm[step]:.2f}; reading back the {step + 1} keys stored so far misses their values by "
+    f"{recall.by_step[step]:.0%} on average."
+)
+chart(
+    plots.write_and_state(
+        run.k,
+        run.trace.delta[0, 0],
+        run.states,
+        value_labels=[f"v{i}" for i in range(V)] + ["z"],
+        start=step,
+        title="The state, token by token",
+    ),
+    key="linear_attention_state",
+    alt="Animated outer-product write and the accumulated K×V state of linear attention, token by token.",
+    export_name="linear_attention_state",
+)
+
+st.subheader("One layer, two schedules")
+st.markdown(
+    f"The parallel form computes this T × T matrix and multiplies it by the values. Its outputs equal the "
+    f"recurrence's to a relative {run.err_parallel:.1e}: the recurrence is just this matrix, folded up one row "
+    "at a time."
+)
+chart(
+    plots.mixing(out["mixing"], title="Parallel form: scale · φ(q_t)·φ(k_j), masked to j ≤ t"),
+    key="linear_attention_parallel",
+    alt="The masked T by T matrix of feature dot products that the parallel form multiplies by the values.",
+)
+
+st.subheader("Only adds, never updates")
+st.markdown(
+    "After each step, every key stored so far is used as a query and the normalised read is compared with the "
+    "value that was written with it."
+)
+chart(
+    plots.recall_and_norm(
+        recall.by_step, recall.state_norm, step=step, title="Only adds: reads blur as the state fills"
+    ),
+    key="linear_attention_recall",
+    alt="Recall error of stored pairs and the norm of the state, both rising with the number of tokens.",
+)
+
+what_to_notice(
+    [
+        "The state never changes shape: the same K × (V + 1) grid at the first token and the last. That is the "
+        "memory saving over the KV cache.",
+        "Each write lands on top of what is already there; nothing is ever replaced. The normaliser column z only "
+        "grows (φ(k) ≥ 0 in every entry), and the state's size keeps climbing.",
+        f"With one pair stored, the read is exact. After {T} writes it misses by {recall.by_step[-1]:.0%} on "
+        "average: non-negative features make every key overlap every other, so a read returns a blend of values.",
+        "Recurrent, chunked and T × T forms agree to float precision. Same numbers, different schedules: the "
+        "recurrence for decoding, the parallel forms for training.",
+    ]
+)
+tour_nav("linear_attention")

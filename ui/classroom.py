@@ -100,7 +100,7 @@ def chart(fig: go.Figure, *, key: str, alt: str, export_name: str | None = None)
         "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2},
         "modeBarButtonsToAdd": ["toImage"],
     }
-    st.plotly_chart(fig, key=key, config=config, alt=alt, use_container_width=True)
+    st.plotly_chart(fig, key=key, config=config, alt=alt, width="stretch")
     if fig.frames:
         st.download_button(
             "Download this animation (offline HTML)",
@@ -111,26 +111,27 @@ def chart(fig: go.Figure, *, key: str, alt: str, export_name: str | None = None)
         )
 
 
-def step_control(page: str, n_steps: int, *, label: str = "Step (token)") -> int:
+def step_control(page: str, n_steps: int, *, label: str = "Step t") -> int:
     """A step slider with ◀ / ▶ buttons (keyboard: J back, K forward) that works without the animation.
 
-    Returns the chosen step, 0-based. The slider shows steps 1-based, as a reader counts tokens.
+    Steps count from 0, like the frame labels and the matrix axes. Returns the chosen step.
     """
     key = f"{page}_step"
-    if key not in st.session_state or not 1 <= st.session_state[key] <= n_steps:
-        st.session_state[key] = n_steps
+    last = n_steps - 1
+    if key not in st.session_state or not 0 <= st.session_state[key] <= last:
+        st.session_state[key] = last
 
     def move(delta: int) -> None:
-        st.session_state[key] = min(max(st.session_state[key] + delta, 1), n_steps)
+        st.session_state[key] = min(max(st.session_state[key] + delta, 0), last)
 
     back, slider, fwd = st.columns([1, 8, 1], vertical_alignment="bottom")
     back.button("◀", key=f"{key}_back", on_click=move, args=(-1,), shortcut="J", help="Step back (J)")
     fwd.button("▶", key=f"{key}_fwd", on_click=move, args=(1,), shortcut="K", help="Step forward (K)")
-    if n_steps > 1:
-        slider.slider(label, 1, n_steps, key=key)
+    if last > 0:
+        slider.slider(label, 0, last, key=key)
     else:
-        slider.caption(f"{label}: 1 of 1")
-    return int(st.session_state[key]) - 1
+        slider.caption(f"{label}: 0 (the only step)")
+    return int(st.session_state[key])
 
 
 def tour_nav(stage_key: str) -> None:

@@ -8,6 +8,7 @@ import streamlit as st
 
 from lineage import stages
 from lineage.device import device_info
+from lineage.plots.core import MAX_FRAMES
 
 SEED_KEY = "seed"
 
@@ -48,3 +49,73 @@ def what_to_notice(points: list[str]) -> None:
 def cap_note(name: str, cap: int) -> str:
     """The text shown next to a capped control."""
     return f"{name} is capped at {cap:,} on {device_info().type} (so every run stays fast for everyone)."
+
+
+MEASURED_BANDWIDTH_KEY = "measured_bandwidth"  # set by the Live benchmark page, offered by Memory & cost
+
+
+def remember_measured_bandwidth(bytes_per_s: float, label: str) -> None:
+    """Share a memory bandwidth measured live on this device with the other pages of this session."""
+    st.session_state[MEASURED_BANDWIDTH_KEY] = (float(bytes_per_s), label)
+
+
+def measured_bandwidth() -> tuple[float, str] | None:
+    """The bandwidth measured on the Live benchmark page in this session, as (bytes per second, where), or None."""
+    return st.session_state.get(MEASURED_BANDWIDTH_KEY)
+
+
+def run_or_stop(fn, *args, **kwargs):
+    """Call into ``lineage``; a ValueError (bad sizes, bad knobs) is shown as a message and ends the page there."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as exc:
+        st.error(f"Can't run this: {exc}")
+        st.stop()
+
+
+STAGE_T_CAP = MAX_FRAMES  # one animation frame per token
+HEAD_DIM_CAP = 16  # a K×V state small enough to read cell by cell
+
+
+def size_controls(prefix: str, *, T: int = 32, K: int = 8, V: int = 8) -> tuple[int, int, int]:
+    """Sequence length and head dims of a stage page, with their caps shown beside them."""
+    a, b, c = st.columns(3)
+    T = a.slider("Sequence length T", 4, STAGE_T_CAP, T, key=f"{prefix}_T")
+    a.caption(cap_note("T", STAGE_T_CAP))
+    K = b.slider("Key dim K (rows of the state)", 2, HEAD_DIM_CAP, K, key=f"{prefix}_K")
+    b.caption(cap_note("K", HEAD_DIM_CAP))
+    V = c.slider("Value dim V (columns of the state)", 2, HEAD_DIM_CAP, V, key=f"{prefix}_V")
+    c.caption(cap_note("V", HEAD_DIM_CAP))
+    return T, K, V
+
+
+def live_run_report(run) -> None:
+    """Where a ``lineage.demo.StageRun`` ran, and how closely its fast forms match the step-by-step reference."""
+    a, b, c = st.columns(3)
+    a.metric(
+        "chunked form vs recurrence",
+        f"{run.err_chunk:.1e}",
+        help="Largest |chunked − recurrent| over the largest |recurrent| output.",
+    )
+    b.metric(
+        "T×T form vs recurrence",
+        f"{run.err_parallel:.1e}",
+        help="Largest |parallel − recurrent| over the largest |recurrent| output.",
+    )
+    ms = {form: f"{s * 1e3:.2f} ms" for form, s in run.seconds.items()}
+    c.metric(
+        "chunked form, one run",
+        ms["chunk"],
+        help=f"Median wall time; recurrent {ms['recurrent']}, T×T {ms['parallel']}.",
+    )
+    st.caption(f"Computed live ({run.device}).")
+
+
+def run_or_error(fn, *args, **kwargs):
+    """Call into ``lineage``; a ValueError is shown as a message and None returned, so the rest of the page still
+    runs (unlike :func:`run_or_stop`, for pages whose sections are independent)."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as exc:
+        st.error(f"Can't run this: {exc}")
+        return None

@@ -27,6 +27,14 @@ PAGES: tuple[PageEntry, ...] = (
         "The lineage", "pages/linear_attention.py", "Linear attention", "3️⃣", "linear_attention", "linear_attention"
     ),
     PageEntry("The lineage", "pages/deltanet.py", "DeltaNet", "4️⃣", "deltanet", "deltanet"),
+    PageEntry("The lineage", "pages/mamba2.py", "Mamba-2", "5️⃣", "mamba2", "mamba2"),
+    PageEntry("The lineage", "pages/gla.py", "GLA", "6️⃣", "gla", "gla"),
+    PageEntry("The lineage", "pages/gated_deltanet.py", "Gated DeltaNet", "7️⃣", "gated_deltanet", "gated_deltanet"),
+    PageEntry("The lineage", "pages/kda.py", "KDA", "8️⃣", "kda", "kda"),
+    PageEntry("The lineage", "pages/hybrid.py", "Hybrid (Kimi Linear / K3)", "9️⃣", "hybrid", "hybrid"),
+    PageEntry("Tools", "pages/memory_cost.py", "Memory & cost", "🧮", "memory_cost"),
+    PageEntry("Tools", "pages/live_benchmark.py", "Live benchmark", "⏱️", "live_benchmark"),
+    PageEntry("Labs", "pages/memory_lab.py", "Memory lab", "🧪", "memory_lab"),
 )
 
 SECTIONS = ("The lineage", "Labs", "Tools")

@@ -27,6 +27,8 @@ DIVERGING = "RdBu_r"  # ColorBrewer RdBu, colour-blind-safe; reversed so positiv
 SEQUENTIAL = "Viridis"  # perceptually uniform, colour-blind-safe
 FRAME_MS = 250  # per frame while playing
 FONT = dict(family="Inter, system-ui, sans-serif", size=14)
+CONTROLS_PX = 52  # Play/Pause and the step slider start this far below the plot area: past the x ticks and title
+PANEL_GAP = 0.15  # paper fraction between panels: room for a colour bar and the next panel's axis labels
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Panel:
     zrange: tuple[float, float] | None = None  # override the fixed colour range
     x_labels: Sequence | None = None
     y_labels: Sequence | None = None
+    width: float = 1.0  # share of the figure's width relative to the other panels (a gate column can be narrow)
 
 
 def frame_indices(n_steps: int, max_frames: int = MAX_FRAMES) -> np.ndarray:
@@ -77,7 +80,8 @@ def _cell_text(z: np.ndarray) -> np.ndarray | None:
 
 def _heatmap(panel: Panel, z: np.ndarray, zmin: float, zmax: float, signed: bool, colorbar_x: float, col: int):
     text = _cell_text(z)
-    return go.Heatmap(
+    return dict(
+        type="heatmap",
         z=z,
         x=list(panel.x_labels) if panel.x_labels is not None else None,
         y=list(panel.y_labels) if panel.y_labels is not None else None,
@@ -117,6 +121,8 @@ def play_controls(labels: Sequence[str], *, start: int = 0, prefix: str = "step 
         )
         for lab in labels
     ]
+    # Both hang a fixed number of pixels below the plot area (y = 0 plus a padding in px), so they clear the x-axis
+    # ticks and title at any figure height; the "step …" readout sits at the slider's right end, clear of the buttons.
     return dict(
         updatemenus=[
             dict(
@@ -124,10 +130,10 @@ def play_controls(labels: Sequence[str], *, start: int = 0, prefix: str = "step 
                 direction="left",
                 buttons=[play, pause],
                 x=0.0,
-                y=-0.08,
+                y=0.0,
                 xanchor="left",
                 yanchor="top",
-                pad=dict(t=10, r=10),
+                pad=dict(t=CONTROLS_PX + 10, r=10),
                 showactive=False,
             )
         ],
@@ -137,10 +143,10 @@ def play_controls(labels: Sequence[str], *, start: int = 0, prefix: str = "step 
                 steps=steps,
                 x=0.16,
                 len=0.84,
-                y=-0.08,
+                y=0.0,
                 yanchor="top",
-                pad=dict(t=10),
-                currentvalue=dict(prefix=prefix, visible=True),
+                pad=dict(t=CONTROLS_PX),
+                currentvalue=dict(prefix=prefix, visible=True, xanchor="right"),
             )
         ],
     )
@@ -173,7 +179,17 @@ def animated_heatmaps(
     keep = frame_indices(F, max_frames)
     first = int(np.abs(keep - (F - 1 if start is None else start)).argmin())
     n = len(panels)
-    fig = make_subplots(rows=1, cols=n, subplot_titles=[p.title for p in panels], horizontal_spacing=0.12 / max(n, 1))
+    if any(not p.width > 0 for p in panels):
+        raise ValueError(f"panel widths must be > 0, got {[p.width for p in panels]}")
+    fig = make_subplots(
+        rows=1,
+        cols=n,
+        subplot_titles=[p.title for p in panels],
+        column_widths=[p.width for p in panels],
+        horizontal_spacing=PANEL_GAP if n > 1 else 0.0,
+    )
+    # each colour bar stands in the gap just right of its own panel
+    bar_x = [fig.layout[f"xaxis{i + 1 if i else ''}"].domain[1] + 0.005 for i in range(n)]
     ranges = [
         p.zrange + (color_range(p.frames, p.signed)[2],) if p.zrange else color_range(p.frames, p.signed)
         for p in panels
@@ -182,18 +198,18 @@ def animated_heatmaps(
     def traces(f: int):
         out = []
         for i, (p, (zmin, zmax, signed)) in enumerate(zip(panels, ranges, strict=True)):
-            domain_end = (i + 1) / n - 0.02
-            out.append(_heatmap(p, p.frames[f], zmin, zmax, signed, colorbar_x=domain_end, col=i + 1))
+            out.append(_heatmap(p, p.frames[f], zmin, zmax, signed, colorbar_x=bar_x[i], col=i + 1))
         return out
 
-    for tr in traces(int(keep[first])):
-        fig.add_trace(tr)
-    fig.frames = [go.Frame(data=traces(int(f)), name=str(labels[f]), traces=list(range(n))) for f in keep]
+    # Traces and frames go in as plain dicts: Plotly then validates each heatmap once, not three times
+    # (constructing go.Heatmap, wrapping it in go.Frame and assigning fig.frames each copy and re-validate it).
+    fig.add_traces(traces(int(keep[first])))
+    fig.frames = [dict(data=traces(int(f)), name=str(labels[f]), traces=list(range(n))) for f in keep]
     for i, p in enumerate(panels):
         fig.update_xaxes(title_text=p.x_title, row=1, col=i + 1)
         fig.update_yaxes(title_text=p.y_title, autorange="reversed", row=1, col=i + 1)
     fig.update_layout(**play_controls([str(labels[f]) for f in keep], start=first))
-    return style(fig, title=title, height=height)
+    return style(fig, title=title, height=height).update_layout(margin_b=CONTROLS_PX + 100)  # room for the controls
 
 
 def style(fig: go.Figure, *, title: str = "", height: int | None = None) -> go.Figure:
@@ -206,3 +222,42 @@ def style(fig: go.Figure, *, title: str = "", height: int | None = None) -> go.F
         height=height,
     )
     return fig
+
+
+def heatmaps(panels: Sequence[Panel], *, title: str = "", height: int = 420) -> go.Figure:
+    """Side-by-side still heatmaps, drawn by the same rules as the animations (each panel holds one frame)."""
+    for p in panels:
+        if p.frames.ndim != 3 or p.frames.shape[0] != 1:
+            raise ValueError(f"panel {p.title!r}: a still heatmap needs frames [1, rows, cols], got {p.frames.shape}")
+    fig = animated_heatmaps(panels, title=title, height=height)
+    fig.frames = ()
+    fig.layout.updatemenus, fig.layout.sliders = (), ()
+    fig.update_layout(margin_b=60)
+    return fig
+
+
+def step_marker(fig: go.Figure, step: int, *, axis: str = "x", band: bool = False) -> go.Figure:
+    """Mark where the Step control stands, in every subplot.
+
+    A dashed line at ``step`` on ``axis`` ("x" or "y"); with ``band``, an outline around that column (x) or row (y)
+    of a heatmap instead, so the values in its cells stay readable.
+    """
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
+    line = dict(dash="dash", color="#222", width=2)
+    if band:
+        add = fig.add_vrect if axis == "x" else fig.add_hrect
+        add(step - 0.5, step + 0.5, line=line, fillcolor="rgba(0,0,0,0)", row="all", col="all")
+    else:
+        add = fig.add_vline if axis == "x" else fig.add_hline
+        add(step, line=line, row="all", col="all")
+    return fig
+
+
+def animation_steps(n_steps: int, start: int | None) -> tuple[np.ndarray, int | None]:
+    """The steps that become frames (at most ``MAX_FRAMES``, always the last) and ``start`` as an index into them.
+
+    Building only the kept frames keeps a long run's animation as light as a short one's.
+    """
+    keep = frame_indices(n_steps)
+    return keep, None if start is None else int(np.abs(keep - start).argmin())

@@ -7,10 +7,34 @@ import json
 from pathlib import Path
 
 import numpy as np
+from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60  # seconds per script run; generous for a loaded 2-core machine
+
+
+def _always_run_app_py() -> None:
+    """Make every AppTest run execute app.py, as the real server does once st.navigation has been called.
+
+    Streamlit takes a folder named ``pages/`` beside the entry script for a legacy multipage app until
+    st.navigation runs, and its script runner then executes the selected page file *instead of* app.py. AppTest
+    resets that flag before every run (``PagesManager.uses_pages_directory = None``), so without this a switched-to
+    page runs alone: no sidebar (device label, seed), no set_page_config.
+    """
+    original = PagesManager.__init__
+    if getattr(original, "navigation_only", False):
+        return
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False  # app.py calls st.navigation on every run
+
+    init.navigation_only = True
+    PagesManager.__init__ = init
+
+
+_always_run_app_py()
 
 
 def run_page(url_path: str, *, seed: int | None = None, timeout: float = TIMEOUT, **session) -> AppTest:
@@ -56,3 +80,20 @@ def figures(at: AppTest) -> list[dict]:
 def z_of(trace: dict) -> np.ndarray:
     """A heatmap trace's z as a float array (lists of lists or typed arrays)."""
     return np.asarray(trace["z"], dtype=float)
+
+
+def figure(at: AppTest, title_start: str) -> dict:
+    """The one figure on the page whose title starts with ``title_start``."""
+    figs = figures(at)
+    titles = [fig["layout"].get("title", {}).get("text", "") for fig in figs]
+    matches = [fig for fig, title in zip(figs, titles, strict=True) if title.startswith(title_start)]
+    assert len(matches) == 1, f"expected one figure titled {title_start!r}…, got {titles}"
+    return matches[0]
+
+
+def rerun(at: AppTest) -> AppTest:
+    """Run again after setting widget values; fail on an exception or an error message."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    return at

@@ -1,0 +1,275 @@
+"""Figures for the fixed-size memories without a gate: linear attention's additive state and DeltaNet's delta rule.
+
+Pure builders: numpy in, ``go.Figure`` out. States, keys, values and writes are signed, drawn on a diverging scale
+centred on zero with one range per panel, fixed across frames. Steps are 0-based (step t is the (t+1)-th token).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from lineage.plots.core import Panel, animated_heatmaps, animation_steps, heatmaps, step_marker, style
+from lineage.plots.memory import PALETTE
+
+
+def _array(name: str, x, ndim: int) -> np.ndarray:
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != ndim or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty {ndim}-D array, got shape {arr.shape}")
+    return arr
+
+
+def _symmetric(*arrays: np.ndarray) -> tuple[float, float]:
+    m = max(float(np.nanmax(np.abs(a))) for a in arrays) or 1.0
+    return -m, m
+
+
+def _labels(prefix: str, n: int) -> list[str]:
+    return [f"{prefix}{i}" for i in range(n)]
+
+
+def write_and_state(
+    k: np.ndarray,
+    written: np.ndarray,
+    states: np.ndarray,
+    *,
+    value_labels: Sequence[str] | None = None,
+    start: int | None = None,
+    title: str = "",
+    height: int = 440,
+) -> go.Figure:
+    """An additive memory step by step: this step's write k_t u_tᵀ beside the state S_t it is added to.
+
+    Args:
+        k: [T, K] keys as written (after the feature map). written: [T, V] the vector written along k_t.
+        states: [T, K, V] the state after each step.
+        value_labels: names of the V value columns (e.g. v0 … v7 and z for linear attention's normaliser).
+    """
+    k, u, S = _array("k", k, 2), _array("written", written, 2), _array("states", states, 3)
+    T, K, V = S.shape
+    if k.shape != (T, K) or u.shape != (T, V):
+        raise ValueError(f"k must be [T, K] = {(T, K)} and written [T, V] = {(T, V)}, got {k.shape}, {u.shape}")
+    steps, first = animation_steps(T, start)
+    writes = np.einsum("tk,tv->tkv", k[steps], u[steps])
+    cols, rows = list(value_labels) if value_labels is not None else _labels("v", V), _labels("k", K)
+    labels = dict(x_title="value column", y_title="key row", signed=True, x_labels=cols, y_labels=rows)
+    panels = [
+        Panel("this step's write k_t u_tᵀ", writes.astype(np.float32), zrange=_symmetric(writes), **labels),
+        Panel("state S_t: every write so far", S[steps].astype(np.float32), zrange=_symmetric(S), **labels),
+    ]
+    return animated_heatmaps(panels, step_labels=[str(s) for s in steps], start=first, title=title, height=height)
+
+
+def delta_rule_steps(
+    k: np.ndarray,
+    read: np.ndarray,
+    target: np.ndarray,
+    written: np.ndarray,
+    states: np.ndarray,
+    *,
+    start: int | None = None,
+    title: str = "",
+    height: int = 460,
+) -> go.Figure:
+    """The delta rule step by step: what the memory returned at k_t, the value wanted, the correction written, the
+    key it is written along (the write is k_t δ_tᵀ) and the state after it.
+
+    Args:
+        k: [T, K] unit keys. read: [T, V] S'ᵀ k_t before the write. target: [T, V] v_t.
+        written: [T, V] δ_t = β_t (v_t − read). states: [T, K, V] S_t.
+    """
+    k, S = _array("k", k, 2), _array("states", states, 3)
+    T, K, V = S.shape
+    vecs = [_array(name, x, 2) for name, x in (("read", read), ("target", target), ("written", written))]
+    if k.shape != (T, K) or any(x.shape != (T, V) for x in vecs):
+        raise ValueError(f"k must be [T, K] = {(T, K)} and read, target, written [T, V] = {(T, V)}")
+    steps, first = animation_steps(T, start)
+    vectors = np.stack([x[steps] for x in vecs], axis=1)  # (F, 3, V)
+    cols, rows = _labels("v", V), _labels("k", K)
+    panels = [
+        Panel(
+            "read → target → correction",
+            vectors.astype(np.float32),
+            x_title="value column",
+            signed=True,
+            zrange=_symmetric(*vecs),
+            x_labels=cols,
+            y_labels=["read Sᵀk_t", "target v_t", "correction δ_t"],
+            width=V,
+        ),
+        Panel(
+            "key k_t",
+            k[steps][:, :, None].astype(np.float32),
+            y_title="key row",
+            signed=True,
+            zrange=_symmetric(k),
+            x_labels=["k_t"],
+            y_labels=rows,
+            width=1.5,
+        ),
+        Panel(
+            "state S_t = S + k_t δ_tᵀ",
+            S[steps].astype(np.float32),
+            x_title="value column",
+            signed=True,
+            zrange=_symmetric(S),
+            x_labels=cols,
+            y_labels=rows,
+            width=V,
+        ),
+    ]
+    return animated_heatmaps(panels, step_labels=[str(s) for s in steps], start=first, title=title, height=height)
+
+
+def recall_and_norm(
+    error: np.ndarray, state_norm: np.ndarray, *, step: int | None = None, title: str = "", height: int = 360
+) -> go.Figure:
+    """Left: mean error reading back every pair stored so far. Right: the state's size ‖S_t‖. Both against t."""
+    e, n = _array("error", error, 1), _array("state_norm", state_norm, 1)
+    if e.size != n.size:
+        raise ValueError(f"error and state_norm must both be [T], got {e.size} and {n.size}")
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("recall error of the pairs stored so far", "size of the state ‖S_t‖"),
+        horizontal_spacing=0.12,
+    )
+    for col, (y, color, fmt) in enumerate(((e, PALETTE[4], ".3f"), (n, PALETTE[0], ".4g")), start=1):
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(e.size),
+                y=y,
+                mode="lines+markers",
+                marker=dict(size=4),
+                line=dict(color=color, width=3),
+                showlegend=False,
+                hovertemplate=f"step %{{x}}: %{{y:{fmt}}}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+    fig.update_xaxes(title_text="step t")
+    fig.update_yaxes(title_text="‖read − v‖ / ‖v‖", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="Frobenius norm", rangemode="tozero", row=1, col=2)
+    if step is not None:
+        step_marker(fig, step)
+    return style(fig, title=title, height=height)
+
+
+def recall_by_age(
+    curves: Mapping[str, np.ndarray], *, emphasis: str | None = None, title: str = "", height: int = 380
+) -> go.Figure:
+    """Recall error of a pair against how many steps ago it was written, one line per memory or setting."""
+    if not curves:
+        raise ValueError("curves must name at least one line")
+    fig = go.Figure()
+    for i, (name, y) in enumerate(curves.items()):
+        y = _array(f"curves[{name!r}]", y, 1)
+        bold = name == emphasis
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(y.size),
+                y=y,
+                name=name,
+                mode="lines+markers" if bold else "lines",
+                marker=dict(size=5),
+                line=dict(color=PALETTE[i % len(PALETTE)], width=4 if bold else 2, dash=None if bold else "dot"),
+                hovertemplate=f"{name}<br>written %{{x}} steps before: %{{y:.3f}}<extra></extra>",
+            )
+        )
+    fig.update_xaxes(title_text="age of the pair (steps since it was written)")
+    fig.update_yaxes(title_text="recall error ‖read − v‖ / ‖v‖", rangemode="tozero")
+    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0.0))
+    return style(fig, title=title, height=height)
+
+
+def mixing(A: np.ndarray, *, title: str = "", height: int = 440) -> go.Figure:
+    """The T×T matrix of o_t = Σ_j A_tj v_j: the parallel form as masked attention (blank above the diagonal)."""
+    a = _array("A", A, 2)
+    if a.shape[0] != a.shape[1]:
+        raise ValueError(f"A must be square [T, T], got {a.shape}")
+    masked = np.where(np.tri(a.shape[0], dtype=bool), a, np.nan)  # j > t: the causal mask, not a zero weight
+    panel = Panel("A: how much of v_j reaches o_t", masked[None].astype(np.float32), "value j", "output t")
+    return heatmaps([panel], title=title, height=height)
+
+
+def chunk_schedule(
+    A: np.ndarray, chunk_size: int, *, start: int | None = None, title: str = "", height: int = 460
+) -> go.Figure:
+    """The chunked form, one chunk per frame: what each chunk's outputs take from values inside the chunk
+    (masked attention, computed in parallel) and from earlier chunks (only through the state handed over).
+
+    Args:
+        A: [T, T] with o = A v (from :func:`lineage.demo.mixing_matrix`). chunk_size: C ≥ 1.
+        start: the chunk shown first (default the last).
+    """
+    a = _array("A", A, 2)
+    T = a.shape[0]
+    if a.shape != (T, T):
+        raise ValueError(f"A must be square [T, T], got {a.shape}")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    chunk = np.arange(T) // chunk_size
+    N = int(chunk[-1]) + 1
+    t, j = np.arange(T)[:, None], np.arange(T)[None, :]
+    same = (chunk[t] == chunk[j]) & (j <= t)  # inside a chunk, causal (the diagonal included)
+    earlier = chunk[j] < chunk[t]  # every value of an earlier chunk
+    steps, first = animation_steps(N, start)
+    shown = chunk[None, :, None] <= steps[:, None, None]  # (F, T, 1): rows of the chunks done so far
+    intra = np.where(shown & same[None], a[None], np.nan).astype(np.float32)
+    inter = np.where(shown & earlier[None], a[None], np.nan).astype(np.float32)
+    zrange = _symmetric(a)
+    panels = [
+        Panel("inside the chunk: masked attention", intra, "value j", "output t", True, zrange),
+        Panel("from earlier chunks: through the state S", inter, "value j", "output t", True, zrange),
+    ]
+    fig = animated_heatmaps(panels, step_labels=[str(n) for n in steps], start=first, title=title, height=height)
+    fig.layout.sliders[0].currentvalue.prefix = "chunk "
+    return fig
+
+
+def chunk_timing(
+    chunk_sizes: np.ndarray,
+    seconds: np.ndarray,
+    model_flops: np.ndarray,
+    *,
+    chosen: int | None = None,
+    title: str = "",
+    height: int = 380,
+) -> go.Figure:
+    """Measured time of the chunked form against chunk size C (left axis) beside the FLOP model (right axis)."""
+    c, t = _array("chunk_sizes", chunk_sizes, 1), _array("seconds", seconds, 1)
+    f = _array("model_flops", model_flops, 1)
+    if not c.size == t.size == f.size:
+        raise ValueError(f"chunk_sizes, seconds, model_flops need one entry per size, got {c.size}, {t.size}, {f.size}")
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(
+        go.Bar(
+            x=[str(int(x)) for x in c],
+            y=t * 1e3,
+            name="measured time (ms)",
+            marker_color=[PALETTE[4] if chosen is not None and int(x) == chosen else PALETTE[0] for x in c],
+            hovertemplate="C = %{x}: %{y:.3f} ms<extra></extra>",
+        ),
+        secondary_y=False,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[str(int(x)) for x in c],
+            y=f,
+            name="model: 2LD² + 2LCD FLOPs",
+            mode="lines+markers",
+            line=dict(color=PALETTE[1], width=3),
+            hovertemplate="C = %{x}: %{y:,} FLOPs<extra></extra>",
+        ),
+        secondary_y=True,
+    )
+    fig.update_xaxes(title_text="chunk size C", type="category")
+    fig.update_yaxes(title_text="ms per call (median)", rangemode="tozero", secondary_y=False)
+    fig.update_yaxes(title_text="FLOPs (cost model)", rangemode="tozero", secondary_y=True)
+    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0.0))
+    return style(fig, title=title, height=height)

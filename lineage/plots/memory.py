@@ -1,0 +1,233 @@
+"""Figures for memory and cost: cache bytes against context, per-layer bytes, and the live decode benchmark.
+
+Pure builders: numpy in, ``go.Figure`` out. Byte counts are shown exactly in the hover ("1,234,567 bytes") and
+in decimal units beside them (GB = 10^9 bytes, as GPU datasheets count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lineage.plots.core import style
+
+GPU_LINE_GROUP = "gpu"  # legendgroup of the horizontal GPU-memory lines
+COPY_LINE_GROUP = "copy"  # legendgroup of the 100 %-of-copy-bandwidth line
+# Okabe–Ito: distinguishable with every common colour-vision deficiency.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
+KIND_COLORS = {"cache": "#0072B2", "state": "#E69F00"}
+
+
+def format_bytes(n: float) -> str:
+    """Decimal units, three significant figures: 36,864 -> "36.9 kB", 1.4e11 -> "140 GB"."""
+    if not np.isfinite(n) or n < 0:
+        raise ValueError(f"n must be a finite number of bytes >= 0, got {n}")
+    for unit, size in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def _bytes_text(values: np.ndarray) -> list[str]:
+    return [f"{int(b):,} bytes ({format_bytes(float(b))})" for b in values]
+
+
+def _check_1d(name: str, x, n: int | None = None) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
+    if n is not None and arr.size != n:
+        raise ValueError(f"{name} must have {n} entries (one per point), got {arr.size}")
+    return arr
+
+
+def cache_vs_length(
+    seq_lens: np.ndarray,
+    series: Mapping[str, np.ndarray],
+    *,
+    gpu_memory: Mapping[str, int] | None = None,
+    mark_len: int | None = None,
+    title: str = "Memory held while decoding, against context length",
+    height: int = 520,
+) -> go.Figure:
+    """Log-log lines of bytes held against tokens of context, one per model, with GPU capacities as flat lines.
+
+    Args:
+        seq_lens: [N] context lengths (tokens), increasing.
+        series: model name -> [N] bytes (cache + state) at each length.
+        gpu_memory: accelerator name -> memory in bytes; names sharing a capacity share one dotted line.
+        mark_len: a context length to mark with a vertical line (the table's length).
+    """
+    x = _check_1d("seq_lens", seq_lens)
+    if not series:
+        raise ValueError("series must hold at least one model")
+    fig = go.Figure()
+    for i, (name, y) in enumerate(series.items()):
+        y = _check_1d(f"series[{name!r}]", y, x.size)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                name=name,
+                line=dict(color=PALETTE[i % len(PALETTE)], width=3),
+                text=_bytes_text(y),
+                hovertemplate=f"<b>{name}</b><br>%{{x:,}} tokens<br>%{{text}}<extra></extra>",
+            )
+        )
+    by_size: dict[int, list[str]] = {}
+    for name, size in (gpu_memory or {}).items():
+        by_size.setdefault(int(size), []).append(name)
+    for size, names in sorted(by_size.items()):
+        label = f"{format_bytes(size)} GPU ({', '.join(names)})"
+        fig.add_trace(
+            go.Scatter(
+                x=[x[0], x[-1]],
+                y=[size, size],
+                mode="lines",
+                name=label,
+                legendgroup=GPU_LINE_GROUP,
+                line=dict(color="#666666", dash="dot", width=1.5),
+                text=_bytes_text(np.array([size, size])),
+                hovertemplate=f"{label}<br>%{{text}}<extra></extra>",
+            )
+        )
+    if mark_len is not None:
+        fig.add_vline(x=mark_len, line=dict(color="#999999", dash="dash", width=1))
+    fig.update_xaxes(type="log", title_text="context length (tokens)")
+    # Plotly's own log ticks say "1B" for a billion, which reads as one byte here: label decades in bytes.
+    ys = np.concatenate([np.asarray(y, dtype=float) for y in series.values()] + [np.array(list(by_size), float)])
+    ys = ys[ys > 0]
+    decades = 10.0 ** np.arange(np.floor(np.log10(ys.min())), np.ceil(np.log10(ys.max())) + 1)
+    fig.update_yaxes(
+        type="log",
+        title_text="bytes held (KV cache + fixed state)",
+        tickvals=decades,
+        ticktext=[format_bytes(d) for d in decades],
+    )
+    fig.update_layout(hovermode="closest", legend=dict(orientation="v"))
+    return style(fig, title=title, height=height)
+
+
+def per_layer_bars(
+    kinds: Sequence[str],
+    cache_bytes: np.ndarray,
+    state_bytes: np.ndarray,
+    *,
+    title: str = "Bytes per layer",
+    height: int = 380,
+) -> go.Figure:
+    """Stacked bars per layer (1-based): the growing KV cache and the fixed state, the layer's kind in the hover."""
+    cache = _check_1d("cache_bytes", cache_bytes)
+    state = _check_1d("state_bytes", state_bytes, cache.size)
+    if len(kinds) != cache.size:
+        raise ValueError(f"kinds must have {cache.size} entries (one per layer), got {len(kinds)}")
+    layers = np.arange(1, cache.size + 1)
+    fig = go.Figure()
+    for name, y, color in (
+        ("KV cache (grows with context)", cache, KIND_COLORS["cache"]),
+        ("state (fixed)", state, KIND_COLORS["state"]),
+    ):
+        fig.add_trace(
+            go.Bar(
+                x=layers,
+                y=y,
+                name=name,
+                marker_color=color,
+                customdata=list(kinds),
+                text=_bytes_text(y),
+                textposition="none",
+                hovertemplate=f"layer %{{x}} (%{{customdata}})<br>{name}: %{{text}}<extra></extra>",
+            )
+        )
+    fig.update_layout(barmode="stack", bargap=0.15)
+    fig.update_xaxes(title_text="layer", dtick=1 if cache.size <= 32 else None)
+    fig.update_yaxes(title_text="bytes")
+    return style(fig, title=title, height=height)
+
+
+def decode_time_vs_context(
+    contexts: np.ndarray,
+    series: Mapping[str, np.ndarray],
+    *,
+    floor_ms: np.ndarray | None = None,
+    floor_name: str = "bandwidth floor (bytes read / copy bandwidth)",
+    title: str = "Time of one decoding step against context",
+    height: int = 460,
+) -> go.Figure:
+    """Log-log milliseconds per token against context, one line per layer, with an optional bandwidth floor."""
+    x = _check_1d("contexts", contexts)
+    if not series:
+        raise ValueError("series must hold at least one layer")
+    fig = go.Figure()
+    for i, (name, y) in enumerate(series.items()):
+        y = _check_1d(f"series[{name!r}]", y, x.size)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines+markers",
+                name=name,
+                line=dict(color=PALETTE[i % len(PALETTE)], width=3),
+                hovertemplate=f"<b>{name}</b><br>%{{x:,}} tokens: %{{y:.4g}} ms/token<extra></extra>",
+            )
+        )
+    if floor_ms is not None:
+        y = _check_1d("floor_ms", floor_ms, x.size)
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines",
+                name=floor_name,
+                line=dict(color="#666666", dash="dot", width=1.5),
+                hovertemplate=f"{floor_name}<br>%{{x:,}} tokens: %{{y:.4g}} ms<extra></extra>",
+            )
+        )
+    fig.update_xaxes(type="log", title_text="context length (tokens)")
+    fig.update_yaxes(type="log", title_text="ms per token")
+    return style(fig, title=title, height=height)
+
+
+def bandwidth_fraction(
+    contexts: np.ndarray,
+    fraction: np.ndarray,
+    *,
+    copy_bytes_per_s: float,
+    title: str = "Achieved bandwidth of the KV-cache step, as a share of memory copy",
+    height: int = 400,
+) -> go.Figure:
+    """The KV step's bytes read per second over the copy bandwidth, against context (log x), with the 100 % line."""
+    x = _check_1d("contexts", contexts)
+    y = _check_1d("fraction", fraction, x.size)
+    if not (copy_bytes_per_s > 0 and np.isfinite(copy_bytes_per_s)):
+        raise ValueError(f"copy_bytes_per_s must be a positive finite number, got {copy_bytes_per_s}")
+    achieved = y * copy_bytes_per_s / 1e9
+    fig = go.Figure(
+        go.Scatter(
+            x=x,
+            y=y,
+            mode="lines+markers",
+            name="KV-cache step",
+            line=dict(color=PALETTE[0], width=3),
+            customdata=achieved,
+            hovertemplate="%{x:,} tokens: %{customdata:.3g} GB/s = %{y:.0%} of copy<extra></extra>",
+        )
+    )
+    label = f"memory copy: {copy_bytes_per_s / 1e9:.3g} GB/s"
+    fig.add_trace(
+        go.Scatter(
+            x=[x[0], x[-1]],
+            y=[1.0, 1.0],
+            mode="lines",
+            name=label,
+            legendgroup=COPY_LINE_GROUP,
+            line=dict(color="#666666", dash="dot", width=1.5),
+            hovertemplate=f"{label}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(type="log", title_text="context length (tokens)")
+    fig.update_yaxes(title_text="share of copy bandwidth", tickformat=".0%", rangemode="tozero")
+    return style(fig, title=title, height=height)

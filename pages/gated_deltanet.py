@@ -1,0 +1,114 @@
+"""Gated DeltaNet: decay the memory (Mamba-2's gate), then write only the correction (DeltaNet's delta rule)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from lineage import demo, plots
+from lineage.gated_deltanet import gated_deltanet
+from lineage.recurrence import recurrent_memory
+from ui.classroom import chart, step_control, tour_nav
+from ui.common import live_run_report, run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+
+stage_header("gated_deltanet")
+st.markdown(
+    """
+By now each half of the job has a mechanism. DeltaNet edits: it reads what the state returns for the incoming key
+and writes only the difference, so a key's value can be replaced. Mamba-2 forgets: a gate shrinks the whole state
+before each write. Each lacks the other's verb — DeltaNet never lets go of anything, Mamba-2 can only pile on.
+
+Gated DeltaNet runs both, in order: first scale the state by α_t, then apply the delta-rule write with strength
+β_t. Set α = 1 and nothing decays: that is DeltaNet, exactly. Set α = 0 and the state is cleared before every write.
+In between, something written at step x and read t steps later has been multiplied by every gate along the way,
+αₓ₊₁ ⋯ αₓ₊ₜ, so items written at different moments fade at different speeds.
+"""
+)
+show_code(gated_deltanet, recurrent_memory)
+
+T, K, V = size_controls("gated_deltanet")
+a, b, c = st.columns(3)
+alpha = a.slider(
+    "Gate α (typical value)",
+    0.0,
+    1.0,
+    0.9,
+    0.01,
+    key="gated_deltanet_alpha",
+    help="α = 1 is DeltaNet (no decay at all); α = 0 wipes the state before every write.",
+)
+jitter = b.slider(
+    "How much α varies from token to token",
+    0.0,
+    3.0,
+    1.0,
+    0.1,
+    key="gated_deltanet_jitter",
+    help="Spread of logit(α_t) over the steps. At exactly α = 0 or α = 1 it has no effect.",
+)
+beta = c.slider("Write strength β", 0.0, 1.0, 0.5, 0.05, key="gated_deltanet_beta")
+random_beta = c.checkbox("β varies from token to token", key="gated_deltanet_random_beta")
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def live(T: int, K: int, V: int, seed: int, alpha: float, jitter: float, beta: float | None) -> dict:
+    rule = demo.GateRule(alpha=alpha, alpha_jitter=jitter, beta=beta)
+    run = demo.run_stage("gated_deltanet", T, K, V, seed, rule)
+    deltanet = demo.run_stage("deltanet", T, K, V, seed, rule, repeats=1)
+    return dict(run=run, deltanet_states=deltanet.states, retention=demo.retention(run.g)[:, :, 0])
+
+
+out = run_or_stop(live, T, K, V, seed(), alpha, jitter, None if random_beta else beta)
+run, retention = out["run"], out["retention"]
+gate = run.trace.decay[0, 0][:, 0]  # α_t, one per step
+
+st.subheader("The live run")
+live_run_report(run)
+step = step_control("gated_deltanet", T)
+st.markdown(
+    f"**Step {step}.** α = {gate[step]:.3f} scales the state, then token {step} writes with β = "
+    f"{run.beta[step]:.2f}. The gates so far leave {retention[0, step]:.3g} of what token 0 wrote."
+)
+chart(
+    plots.over_time(
+        {"α_t (keep)": gate, "β_t (write strength)": run.beta},
+        title="Gate and write strength at every step",
+        y_title="value",
+        step=step,
+        y_range=(0.0, 1.05),
+        height=300,
+    ),
+    key="gated_deltanet_gates",
+    alt="Two lines over the steps: the gate α_t and the write strength β_t, both between 0 and 1.",
+)
+chart(
+    plots.retention_map(retention, title="How much of each write the gates leave, t steps later"),
+    key="gated_deltanet_retention",
+    alt="Heatmap: rows are the step an item was written, columns the steps since; colour is the share left.",
+)
+st.caption(
+    "Row x, column t: αₓ₊₁ ⋯ αₓ₊ₜ, the decay alone. The delta rule can also overwrite an item when a similar "
+    "key comes along; that is not counted here. Blank cells lie past the end of the sequence."
+)
+chart(
+    plots.state_animation(
+        {"Gated DeltaNet S_t": run.states, "DeltaNet S_t (same tokens, no gate)": out["deltanet_states"]},
+        title="The state, token by token (one colour scale)",
+        start=step,
+    ),
+    key="gated_deltanet_state",
+    alt="Animated heatmaps of the Gated DeltaNet and DeltaNet states side by side, one frame per token.",
+    export_name="gated_deltanet_state",
+)
+
+what_to_notice(
+    [
+        "With α varying, the rows of the retention map differ: an item written just before a small gate loses "
+        "most of itself at once, one written just after it does not. Information written at different times "
+        "fades at different speeds.",
+        "Slide α to 1: every cell of the map is 1 and the two states are identical — Gated DeltaNet is DeltaNet. "
+        "Slide it to 0: only lag 0 survives, and the state holds just the latest write.",
+        "The gate is still one number for the whole head, so every row of the state fades alike. KDA gives each "
+        "key channel its own.",
+    ]
+)
+tour_nav("gated_deltanet")

@@ -1,0 +1,77 @@
+"""GLA: Mamba-2's additive memory with one gate per key channel instead of one per head."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from lineage import demo, plots
+from lineage.gla import gla
+from lineage.recurrence import recurrent_memory
+from ui.classroom import chart, step_control, tour_nav
+from ui.common import live_run_report, run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+
+stage_header("gla")
+st.markdown(
+    """
+Mamba-2's gate fades the whole state at one rate. Gated Linear Attention gives every key channel — every row of
+the state — a gate of its own. Rows with a gate near 1 hold on to what was written long ago; rows with a small gate
+keep only the last few tokens. Writes are still plain additions, as in linear attention.
+
+GLA is the additive cell of the grid's per-channel column; KDA below it keeps this gate and swaps the addition for
+the delta rule. Here the channels' gates are spread evenly from the slowest α (row 0) to the fastest (the last row).
+"""
+)
+show_code(gla, recurrent_memory)
+
+T, K, V = size_controls("gla")
+a, b, c = st.columns(3)
+alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, key="gla_alpha")
+alpha_min = b.slider("α of the fastest channel (last row)", 0.0, 1.0, 0.5, 0.01, key="gla_alpha_min")
+jitter = c.slider(
+    "How much α varies from token to token",
+    0.0,
+    3.0,
+    0.0,
+    0.1,
+    key="gla_jitter",
+    help="Spread of logit(α) over steps and channels: a stand-in for gates computed from each token.",
+)
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def live(T: int, K: int, V: int, seed: int, alpha: float, alpha_min: float, jitter: float) -> demo.StageRun:
+    return demo.run_stage("gla", T, K, V, seed, demo.GateRule(alpha=alpha, alpha_min=alpha_min, alpha_jitter=jitter))
+
+
+run = run_or_stop(live, T, K, V, seed(), alpha, alpha_min, jitter)
+gates = run.trace.decay[0, 0]  # [T, K]: α_t of every key channel
+
+st.subheader("The live run")
+live_run_report(run)
+step = step_control("gla", T)
+st.markdown(
+    f"**Step {step}.** Row 0 of the state is scaled by α = {gates[step, 0]:.3f} and row {K - 1} by "
+    f"α = {gates[step, K - 1]:.3f} before token {step} writes."
+)
+chart(
+    plots.gates_by_channel(gates, title="One gate per key channel, at every step", step=step),
+    key="gla_gates",
+    alt="Heatmap of α for every key channel (rows) at every step (columns), on a 0 to 1 scale.",
+)
+chart(
+    plots.state_animation({"S_t": run.states}, gate=gates, title="The state, token by token", start=step),
+    key="gla_state",
+    alt="Animated heatmap of the state, one frame per token, beside the column of gates that scales its rows.",
+    export_name="gla_state",
+)
+
+what_to_notice(
+    [
+        "Rows with a small α flicker: they show mostly the last token or two. Rows with α near 1 change slowly and "
+        "pile up the whole history.",
+        "Set both sliders to the same α (and the variation to 0): every row fades alike and GLA is Mamba-2 again.",
+        "Writes only ever add. Nothing here replaces the value stored under a key — that is what the delta rule "
+        "of DeltaNet, Gated DeltaNet and KDA adds.",
+    ]
+)
+tour_nav("gla")

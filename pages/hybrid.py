@@ -1,0 +1,134 @@
+"""The hybrid: mostly KDA layers with a periodic MLA (softmax) layer — Kimi Linear, and Kimi K3 after it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from lineage import hybrid, memory, plots
+from ui.classroom import chart, step_control, tour_nav
+from ui.common import STAGE_T_CAP, cap_note, run_or_stop, seed, show_code, stage_header, what_to_notice
+
+K3 = memory.PARAMETER_FACTS["kimi-k3"]
+KIMI = memory.MODELS["kimi-linear-48b"]
+CONTEXTS = [2**p for p in range(8, 21)]  # 256 … 1,048,576 tokens (Kimi Linear's released context)
+LIVE_LAYER_CAP = KIMI.n_layers  # as deep as Kimi Linear 48B
+
+stage_header("hybrid")
+st.markdown(
+    f"""
+A KDA layer's memory is a fixed set of matrices. That is why it is cheap, and also its limit: squeeze a long
+context into a fixed size and exact details — a name, a number, a line of code seen long ago — blur together.
+Softmax attention keeps every token and finds any of them exactly, but its cache grows with the context.
+
+Kimi Linear ([arXiv 2510.26692](https://arxiv.org/abs/2510.26692)) keeps both: three KDA layers for every MLA
+layer. MLA, DeepSeek's multi-head latent attention, is softmax attention that caches one compressed vector and
+one small shared key per token, instead of a key and a value for every head. Most layers then hold a constant
+amount, and only a quarter of them hold a cache that grows. The paper reports *“{memory.KIMI_PAPER_CLAIM.text}”*
+against full MLA.
+
+Kimi K3 — {K3.parameters / 1e12:.1f}T parameters, described as KDA layers with periodic softmax layers — is
+reported to follow the same plan. Those facts come from a secondary source: {K3.source}.
+"""
+)
+show_code(hybrid.kimi_linear_schedule, hybrid.periodic_schedule, hybrid.HybridStack.forward, hybrid.decode_trace)
+
+st.subheader("The schedule")
+preset = st.radio(
+    "Layers",
+    ["custom", "kimi"],
+    format_func={
+        "custom": "MLA every N layers (a small stack)",
+        "kimi": f"{KIMI.name}: {KIMI.n_layers} layers, MLA at {', '.join(map(str, KIMI.layers_of('mla')))}",
+    }.get,
+    horizontal=True,
+    key="hybrid_schedule",
+)
+if preset == "kimi":
+    schedule = hybrid.kimi_linear_schedule()
+else:
+    a, b = st.columns(2)
+    n_layers = a.slider("Number of layers", 2, LIVE_LAYER_CAP, 8, key="hybrid_layers")
+    a.caption(f"Up to {LIVE_LAYER_CAP} layers, {KIMI.name}'s depth.")
+    every = b.slider("MLA every N layers", 1, 12, 4, key="hybrid_every", help="N = 4 is Kimi Linear's 3 KDA : 1 MLA.")
+    schedule = run_or_stop(hybrid.periodic_schedule, n_layers, every)
+st.caption("Layers, bottom to top: " + " ".join(kind.upper() for kind in schedule))
+
+st.subheader("What each layer holds, at Kimi Linear's sizes")
+context = st.select_slider(
+    "Context length (tokens)", CONTEXTS, value=2**17, format_func=lambda n: f"{n:,}", key="hybrid_context"
+)
+spec = hybrid.kimi_linear_spec(schedule)
+fp = memory.footprint(spec, context)
+saving = memory.reduction_vs_all_mla(spec, context)
+a, b, c = st.columns(3)
+a.metric("held by the whole stack", plots.format_bytes(fp.total_bytes), help=f"{fp.total_bytes:,} bytes ({fp.dtype})")
+b.metric("of which cache (grows)", plots.format_bytes(fp.kv_cache_bytes), help=f"{fp.kv_cache_bytes:,} bytes")
+c.metric("saved against all-MLA", f"{saving:.1%}", help="Same depth and shapes with MLA in every layer.")
+chart(
+    plots.per_layer_bars(
+        [layer.kind for layer in fp.per_layer],
+        [layer.kv_cache_bytes for layer in fp.per_layer],
+        [layer.state_bytes for layer in fp.per_layer],
+        title=f"{spec.name}: bytes per layer at {context:,} tokens ({fp.dtype})",
+    ),
+    key="hybrid_footprint",
+    alt="Bars per layer: MLA layers hold a cache that grows with the context, KDA layers a fixed state.",
+)
+st.caption(f"Shapes from {KIMI.source}.")
+
+st.subheader("A small hybrid, decoding live")
+T = st.slider("Tokens to decode", 4, STAGE_T_CAP, 24, key="hybrid_T")
+st.caption(cap_note("The number of tokens", STAGE_T_CAP) + " Deep stacks take a few seconds on a CPU.")
+config = hybrid.HybridConfig(schedule=schedule)
+st.markdown(
+    f"Width {config.d_model}, {config.n_heads} heads of {config.head_dim}; MLA caches {config.kv_lora_rank} + "
+    f"{config.rope_dim} numbers per token, in float32. Random weights, random inputs (seed {seed()}): the point is "
+    "the memory, not the words."
+)
+
+
+@st.cache_data(max_entries=16, ttl=3600, show_spinner="Decoding token by token…")
+def live(schedule: tuple[str, ...], T: int, seed: int) -> hybrid.HybridDecode:
+    return hybrid.decode_trace(hybrid.HybridConfig(schedule=schedule), T, seed)
+
+
+trace = run_or_stop(live, schedule, T, seed())
+step = step_control("hybrid", T, label="Decode step t")
+held = trace.bytes[step]
+kinds = dict.fromkeys(schedule)
+st.markdown(
+    f"**After {step + 1} token{'s' if step else ''}.** "
+    + " ".join(
+        f"Each {kind.upper()} layer holds {int(held[schedule.index(kind)]):,} bytes "
+        f"({int(trace.bytes[0, schedule.index(kind)]):,} after the first token)."
+        for kind in kinds
+    )
+)
+st.metric(
+    "decoded one token at a time vs one full pass",
+    f"{trace.max_err_vs_full:.1e}",
+    help="Largest absolute difference between the outputs: the caches and states carry exactly what a full pass sees.",
+)
+chart(
+    plots.decode_bytes_animation(schedule, trace.bytes, title="Bytes each layer holds while decoding", start=step),
+    key="hybrid_decode",
+    alt="Animated bars, one per layer, one frame per decoded token: MLA bars grow, KDA bars stay level.",
+    export_name="hybrid_decode",
+)
+chart(
+    plots.bytes_by_layer_and_time(schedule, trace.bytes, title="The same, every layer at every step", step=step),
+    key="hybrid_bytes",
+    alt="Heatmap of bytes held, layers by tokens decoded: MLA rows brighten to the right, KDA rows stay flat.",
+)
+
+what_to_notice(
+    [
+        "The KDA bars are full from the first token and never move; the MLA bars start small and grow by the same "
+        "amount with every token. Memory that grows is confined to the MLA layers.",
+        "A fixed state is not free: slide the context length down to a few hundred tokens and a KDA layer holds "
+        "more than an MLA layer. A little further up the cache overtakes it, and from then on only the cache grows.",
+        "Decoding token by token with caches and states gives the same outputs as one pass over the whole "
+        "sequence: nothing the layers need is lost between steps.",
+    ]
+)
+tour_nav("hybrid")

@@ -1,0 +1,139 @@
+"""Live benchmark: one decoding step timed against context on this device — the bandwidth wall, measured."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from lineage import bench_decode, plots
+from lineage.softmax import decode_step
+from ui.common import device_label, remember_measured_bandwidth, show_code, what_to_notice
+
+NOISY_SPREAD = 2.0  # a KDA step whose medians differ more than this across contexts was disturbed by other work
+BUDGET_NOTES = {
+    "tiny": "tiny — 4 contexts up to 4,096, 3 repeats (well under a second)",
+    "standard": "standard — 7 contexts up to the cap, 7 repeats (a second or two on a laptop CPU)",
+    "full": "full — 10 contexts up to the cap, 15 repeats (what `python -m lineage bench decode` reports)",
+}
+
+st.title("Live benchmark")
+st.markdown(
+    f"""
+The Memory & cost page *computes* how many bytes a decoding step must read. This page *measures* what that costs
+on the machine running this app. We time one decoding step of two layers of the same width
+({bench_decode.HEADS} heads × {bench_decode.HEAD_DIM}, fp32):
+
+- a **softmax layer with a KV cache** of N tokens: append the new key and value, then one query attends to all N
+  keys and values — every cached byte is read once, with a multiply and an add per number;
+- a **KDA layer**: one step of its recurrence on a fixed {bench_decode.HEAD_DIM} × {bench_decode.HEAD_DIM} state per
+  head, whatever N is.
+
+We also time a plain memory copy (`dst.copy_(src)`), the fastest this device moves bytes. If decoding is limited
+by bandwidth, not arithmetic, the KV step's time grows in step with N and its bytes read per second approach the
+copy's, while the KDA step stays flat.
+"""
+)
+
+cap = bench_decode.memory_cap()
+cap_context = bench_decode.context_cap(cap)
+st.info(
+    f"**{device_label()}.** Benchmark memory is capped at {plots.format_bytes(cap)} on this device type "
+    f"(two copies of the cache plus the attention scores, from `bench_decode.memory_estimate`), so contexts go up "
+    f"to {cap_context:,} tokens ({plots.format_bytes(bench_decode.kv_bytes(cap_context))} of keys and values)."
+)
+
+left, right = st.columns([3, 1])
+budget = left.selectbox(
+    "Budget",
+    list(bench_decode.BUDGETS),
+    index=list(bench_decode.BUDGETS).index("standard"),
+    format_func=BUDGET_NOTES.get,
+    key="live_benchmark_budget",
+)
+right.write("")
+clicked = right.button("Run benchmark", type="primary", key="live_benchmark_run")
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def benchmark(device: str, budget: str) -> bench_decode.DecodeBenchmark:
+    """One run per device and budget (``device`` is the label: it keys the cache, the run uses the live device)."""
+    bar = st.progress(0.0, text=f"measuring on {device} …")
+    result = bench_decode.run_decode_benchmark(budget, progress=lambda f, message: bar.progress(f, text=message))
+    bar.empty()
+    return result
+
+
+# The run happens on request; a budget already run in this session is shown again from the cache.
+requested = st.session_state.setdefault("live_benchmark_requested", set())
+if clicked:
+    requested.add(budget)
+if budget not in requested:
+    st.caption("Press **Run benchmark** to measure. Results are cached per device and budget.")
+    result = None
+else:
+    result = benchmark(device_label(), budget)
+    remember_measured_bandwidth(result.copy_bytes_per_s, f"{result.device_label}, memory copy")
+
+if result is not None:
+    r = result
+    top = -1  # the largest context measured
+    a, b, c, d = st.columns(4)
+    a.metric("memory copy", f"{r.copy_bytes_per_s / 1e9:,.2f} GB/s")
+    b.metric(f"KV step at {r.contexts[top]:,} tokens", f"{r.kv_ms[top]:.3g} ms", help="median ms per token")
+    c.metric("its bytes read per second", f"{r.kv_bytes_per_s[top] / 1e9:,.2f} GB/s")
+    d.metric("share of copy bandwidth", f"{r.kv_fraction_of_copy[top]:.0%}")
+    st.caption(
+        f"Median of {r.repeats} runs after {r.warmup} warm-up, {r.device_label}; the whole run took "
+        f"{r.wall_seconds:.1f} s. Other work on this machine (other visitors, other programs) makes single runs "
+        "noisy; the median resists it, but does not remove it."
+    )
+    st.plotly_chart(
+        plots.decode_time_vs_context(
+            r.contexts,
+            {"KV-cache softmax step": r.kv_ms, "KDA recurrent step": r.kda_ms},
+            floor_ms=r.kv_floor_ms,
+            title=f"One decoding step, {r.heads} heads × {r.head_dim}, on {r.device_type}",
+        ),
+        key="live_benchmark_time_chart",
+    )
+    st.plotly_chart(
+        plots.bandwidth_fraction(r.contexts, r.kv_fraction_of_copy, copy_bytes_per_s=r.copy_bytes_per_s),
+        key="live_benchmark_bandwidth_chart",
+    )
+    with st.expander("The numbers (as the command line prints them)"):
+        st.code(bench_decode.format_table(r), language="text")
+
+    flops_per_byte = float(r.kv_flops_per_step[top] / r.kv_bytes_per_step[top])
+    slower = np.flatnonzero(r.kv_ms > r.kda_ms)
+    crossover = (
+        f"From {r.contexts[slower[0]]:,} tokens on, the KV step is the slower of the two here."
+        if slower.size
+        else f"Up to {r.contexts[top]:,} tokens the KV step is still faster here than KDA's fixed cost."
+    )
+    kda_spread = float(r.kda_ms.max() / r.kda_ms.min())
+    kda_point = (
+        f"The KDA step stays flat — {r.kda_ms.min():.3g} to {r.kda_ms.max():.3g} ms at every context — because its "
+        f"state is {r.kda_state_bytes:,} bytes whatever N is. {crossover}"
+        if kda_spread < NOISY_SPREAD
+        else f"The KDA step should be flat — its state is {r.kda_state_bytes:,} bytes whatever N is — yet this run "
+        f"ranged from {r.kda_ms.min():.3g} to {r.kda_ms.max():.3g} ms: other work competed for the processor. "
+        "Run it again; where the medians agree, they are the step's cost."
+    )
+    notice = [
+        f"The KV step's time grows about in proportion to the context: ×{r.contexts[top] / r.contexts[0]:,.0f} "
+        f"more tokens cost ×{r.kv_ms[top] / r.kv_ms[0]:,.1f} the time (fixed overheads dominate the smallest "
+        "contexts).",
+        kda_point,
+        f"The KV step does {flops_per_byte:g} FLOP per byte it reads (2·H·N·(K+V) FLOPs over 4·H·N·(K+V) bytes), "
+        f"so reading the cache, not computing, sets its time: at {r.contexts[top]:,} tokens it reads "
+        f"{r.kv_fraction_of_copy[top]:.0%} as fast as a plain copy moves memory. The dotted line is the floor that "
+        "copy speed sets; the gap to it is the softmax and the two separate passes (keys, then values).",
+    ]
+    if np.any(r.kv_fraction_of_copy > 1):
+        notice.append(
+            "Where the share tops 100 %, the whole cache fits in the processor's own caches, which are faster than "
+            "the main memory a large copy has to go through: the wall appears once the cache outgrows them."
+        )
+    what_to_notice(notice)
+
+show_code(decode_step, bench_decode.run_decode_benchmark, bench_decode.measure_copy_bandwidth, title="The code timed")

@@ -1,0 +1,247 @@
+"""Memory & cost: the bytes a model holds while decoding, for real configs, and the time floor bandwidth sets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from lineage import memory, plots
+from ui.common import measured_bandwidth, what_to_notice
+
+SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # 1 token to 1M = 2^20
+KIMI = "kimi-linear-48b"
+MILLION = 2**20  # Kimi Linear's context, the "1M" of its paper
+MEASURED = "measured"  # the bandwidth option filled in by the Live benchmark page
+
+st.title("Memory & cost")
+st.markdown(
+    """
+While a model writes, every **softmax-attention** layer keeps a key and a value for every token so far — the
+KV cache — so its memory grows by a fixed number of bytes with every token. A **linear-memory** layer (DeltaNet,
+Mamba-2, KDA, …) keeps a state of fixed size instead. To produce one more token the model must read all of that
+memory once, and for each cached number it reads it does about two floating-point operations (a multiply and an
+add). A processor can do far more arithmetic than that in the time it takes to fetch a byte, so it spends the step
+waiting on memory: **the bottleneck isn't compute, it's memory bandwidth.** The fastest a step can possibly be is
+*bytes read ÷ bandwidth*.
+
+Every size below is computed from the models' published configurations (sources at the bottom); GPU capacities
+and bandwidths come from the vendors' datasheets, or from this machine, measured on the Live benchmark page.
+"""
+)
+
+
+# ---- controls ----------------------------------------------------------------------------------------------
+
+left, middle, right = st.columns(3)
+dtype = left.selectbox("Cache dtype (every model)", list(memory.DTYPE_BYTES), index=1, key="memory_cost_dtype")
+seq_len = middle.number_input(
+    "Context length for the table (tokens)", value=MILLION, step=1024, key="memory_cost_len", format="%d"
+)
+bandwidths = {
+    key: (p.bandwidth_bytes_per_s, f"{p.name}: {p.bandwidth_bytes_per_s / 1e9:,.0f} GB/s (datasheet)")
+    for key, p in memory.GPU_PRESETS.items()
+}
+measured = measured_bandwidth()
+if measured is not None:
+    bandwidths[MEASURED] = (measured[0], f"this machine: {measured[0] / 1e9:,.1f} GB/s (measured live, {measured[1]})")
+bandwidth_key = right.selectbox(
+    "Memory bandwidth",
+    list(bandwidths),
+    index=list(bandwidths).index("h100-sxm"),
+    format_func=lambda k: bandwidths[k][1],
+    key="memory_cost_bandwidth",
+)
+bandwidth, bandwidth_label = bandwidths[bandwidth_key]
+if measured is None:
+    right.caption("Run the Live benchmark page to add this machine's measured bandwidth here.")
+
+st.subheader("Your own model")
+st.caption(
+    "Sizes must be whole numbers ≥ 1, and the heads must split evenly over the KV heads. Linear-memory layers use "
+    "the same heads and head dim; MLA layers cache DeepSeek-V3's 512 + 64 numbers per token."
+)
+c = st.columns(7)
+custom_args = (
+    c[0].number_input("Layers (n_layers)", value=32, step=1, key="memory_cost_layers"),
+    c[1].number_input("Heads (n_heads)", value=32, step=1, key="memory_cost_heads"),
+    c[2].number_input("KV heads (n_kv_heads)", value=8, step=1, key="memory_cost_kv_heads"),
+    c[3].number_input("Head dim (head_dim)", value=128, step=1, key="memory_cost_head_dim"),
+    c[4].selectbox("Layer kind", memory.LAYER_KINDS, index=memory.LAYER_KINDS.index("kda"), key="memory_cost_kind"),
+    c[5].selectbox("Softmax kind", memory.SOFTMAX_KINDS, index=1, key="memory_cost_softmax_kind"),
+    c[6].number_input("Softmax every N layers (0 = none)", value=4, min_value=0, step=1, key="memory_cost_every"),
+)
+
+
+def custom_model(n_layers, n_heads, n_kv_heads, head_dim, kind, softmax_kind, every) -> memory.ModelSpec:
+    """The user's spec: ``kind`` everywhere, ``softmax_kind`` at every ``every``-th layer (none if 0)."""
+    kinds = kind if every == 0 else memory.periodic_schedule(n_layers, kind, softmax_kind, every)
+    return memory.custom_spec(n_layers, n_heads, n_kv_heads, head_dim, kinds)
+
+
+try:
+    custom = custom_model(*custom_args)
+except ValueError as exc:
+    st.error(f"Your model is left out of the chart and table: {exc}")
+    custom_args = None
+else:
+    st.caption(f"Layers: {' '.join(k.upper() for k in custom.layer_kinds)}")
+
+
+# ---- one cached call per view --------------------------------------------------------------------------------
+
+
+def specs(custom: tuple | None) -> dict[str, memory.ModelSpec]:
+    out = dict(memory.MODELS)
+    if custom is not None:
+        out["custom"] = custom_model(*custom)
+    return out
+
+
+@st.cache_data(show_spinner=False)
+def curves(dtype: str, custom: tuple | None) -> dict[str, np.ndarray]:
+    """Cache + state bytes at every length of SEQ_LENS, per model."""
+    return {s.name: memory.kv_cache_curve(s, SEQ_LENS, dtype).total_bytes for s in specs(custom).values()}
+
+
+@st.cache_data(show_spinner=False)
+def at_length(dtype: str, seq_len: int, custom: tuple | None, bandwidth: float) -> dict:
+    """The table, per-layer bytes and Kimi Linear's reduction at ``seq_len`` tokens."""
+    rows, layers = [], {}
+    for spec in specs(custom).values():
+        fp = memory.footprint(spec, seq_len, dtype)
+        floor_s = memory.decode_time_lower_bound(fp.read_bytes_per_token, bandwidth)
+        with_weights = (
+            None
+            if fp.weight_bytes_per_token is None
+            else memory.decode_time_lower_bound(fp.read_bytes_per_token + fp.weight_bytes_per_token, bandwidth)
+        )
+        rows.append(
+            {
+                "model": spec.name,
+                "KV cache (bytes)": fp.kv_cache_bytes,
+                "state (bytes)": fp.state_bytes,
+                "read per token (bytes)": fp.read_bytes_per_token,
+                "held": plots.format_bytes(fp.total_bytes),
+                "floor, cache + state (ms/token)": floor_s * 1e3,
+                "weights read per token (bytes)": fp.weight_bytes_per_token,
+                "floor incl. weights, batch 1 (ms/token)": None if with_weights is None else with_weights * 1e3,
+                "released context (tokens)": spec.context_len,
+            }
+        )
+        layers[spec.name] = (
+            [layer.kind for layer in fp.per_layer],
+            np.array([layer.kv_cache_bytes for layer in fp.per_layer]),
+            np.array([layer.state_bytes for layer in fp.per_layer]),
+        )
+    kimi, baseline = memory.footprint(KIMI, seq_len, dtype), memory.footprint(memory.all_mla(KIMI), seq_len, dtype)
+    table = pd.DataFrame(rows)
+    # integer columns with gaps (weights or context not known) stay integers, shown blank where missing
+    for column in ("weights read per token (bytes)", "released context (tokens)"):
+        table[column] = table[column].astype("Int64")
+    return dict(
+        table=table,
+        layers=layers,
+        kimi_cache_cut=1 - kimi.kv_cache_bytes / baseline.kv_cache_bytes,
+        kimi_total_cut=memory.reduction_vs_all_mla(KIMI, seq_len, dtype),
+        kimi_total_cut_1m=memory.reduction_vs_all_mla(KIMI, MILLION, dtype),
+    )
+
+
+# ---- the chart ---------------------------------------------------------------------------------------------
+
+try:
+    view = at_length(dtype, int(seq_len), custom_args, float(bandwidth))
+except ValueError as exc:
+    st.error(f"Context length for the table: {exc}")
+    view = None
+
+series = curves(dtype, custom_args)
+st.plotly_chart(
+    plots.cache_vs_length(
+        SEQ_LENS,
+        series,
+        gpu_memory={p.name: p.memory_bytes for p in memory.GPU_PRESETS.values()},
+        mark_len=int(seq_len) if view is not None else None,
+        title=f"Bytes held while decoding one sequence ({dtype}), 1 to {MILLION:,} tokens",
+    ),
+    key="memory_cost_chart",
+)
+st.caption(
+    "Hover a line for the exact bytes. Dotted lines: the whole memory of one GPU — a model's weights need room "
+    "there too. The dashed vertical line is the table's context length."
+)
+
+# ---- the table, the floor and Kimi Linear's claim ----------------------------------------------------------------
+
+if view is not None:
+    st.subheader(f"At {int(seq_len):,} tokens, read at {bandwidth_label}")
+    bytes_column = st.column_config.NumberColumn(format="localized")
+    ms_column = st.column_config.NumberColumn(format="%.4g")
+    st.dataframe(
+        view["table"],
+        hide_index=True,
+        key="memory_cost_table",
+        column_config={
+            **{c: bytes_column for c in view["table"].columns if "bytes" in c or "tokens" in c},
+            **{c: ms_column for c in view["table"].columns if "ms/token" in c},
+        },
+    )
+    st.caption(
+        "Floor = bytes read ÷ bandwidth: no implementation on that memory can decode a token faster. The cache and "
+        "state are per sequence; the weights are read once per step for the whole batch (dense models: every "
+        "weight; mixtures of experts: the activated ones, as their authors state them). Contexts beyond a model's "
+        "released context are extrapolations of its config."
+    )
+
+    st.subheader("Kimi Linear against the same stack with MLA in every layer")
+    a, b, d = st.columns(3)
+    a.metric("KV cache saved (any length)", f"{view['kimi_cache_cut']:.1%}")
+    b.metric(f"cache + state saved at {int(seq_len):,} tokens", f"{view['kimi_total_cut']:.1%}")
+    d.metric(f"cache + state saved at {MILLION:,} tokens", f"{view['kimi_total_cut_1m']:.1%}")
+    kimi_spec = memory.MODELS[KIMI]
+    n_mla = len(kimi_spec.layers_of("mla"))
+    st.markdown(
+        f"Computed from the config: {n_mla} of {kimi_spec.n_layers} layers still cache "
+        f"(MLA at layers {', '.join(map(str, kimi_spec.layers_of('mla')))}), so the cache is {n_mla}/"
+        f"{kimi_spec.n_layers} of the all-MLA one; the KDA layers' fixed state takes back a little, less as the "
+        f"context grows. The paper says: *“{memory.KIMI_PAPER_CLAIM.text}”* — {memory.KIMI_PAPER_CLAIM.source}."
+    )
+
+    names = list(view["layers"])
+    chosen = st.selectbox("Bytes per layer of", names, index=names.index(kimi_spec.name), key="memory_cost_layer_model")
+    kinds, cache_b, state_b = view["layers"][chosen]
+    st.plotly_chart(
+        plots.per_layer_bars(kinds, cache_b, state_b, title=f"{chosen}: bytes per layer at {int(seq_len):,} tokens"),
+        key="memory_cost_layers_chart",
+    )
+
+# ---- sources ---------------------------------------------------------------------------------------------------
+
+st.subheader("Where the numbers come from")
+lines = [f"- **{s.name}**: {s.source}. {s.notes}" for s in memory.MODELS.values()]
+if custom_args is not None:
+    lines.append(f"- **custom**: {custom.source}.")
+lines += [f"- **{p.name}**: {p.source}." for p in memory.GPU_PRESETS.values()]
+st.markdown("\n".join(lines))
+
+kimi_one = memory.footprint(KIMI, 1, dtype)
+kimi_mla = len(memory.MODELS[KIMI].layers_of("mla"))
+notice = [
+    "The softmax models are straight lines of slope one on log-log axes: double the context, double the cache.",
+    f"Kimi Linear's line starts flat — its KDA state ({plots.format_bytes(kimi_one.state_bytes)}) dominates — and "
+    f"bends up where its {kimi_mla} MLA layers' cache catches up with that state, at about "
+    f"{kimi_one.state_bytes / kimi_one.kv_cache_bytes_per_token:,.0f} tokens.",
+    "GQA (Llama-3-8B) and MLA (DeepSeek-V3) shrink what each cached token costs, which moves the line down without "
+    "changing its slope; replacing cached layers by fixed-state ones (Kimi Linear, your hybrid) moves it down by the "
+    "share of layers replaced, once the context is long.",
+]
+if view is not None:
+    table = view["table"].set_index("model")
+    llama = table.loc[memory.MODELS["llama3-8b"].name]
+    notice.append(
+        f"At {int(seq_len):,} tokens Llama-3-8B holds {plots.format_bytes(llama['read per token (bytes)'])} per "
+        f"sequence; reading it at {bandwidth / 1e9:,.0f} GB/s takes at least "
+        f"{llama['floor, cache + state (ms/token)']:.3g} ms per token, before a single weight is read."
+    )
+what_to_notice(notice)

@@ -1,0 +1,161 @@
+"""One real app server and one real headless Chromium for the whole end-to-end session.
+
+The browser is the Debian ``chromium`` package driven by Playwright; Playwright's own browser downloads are never
+used. Every request to a host other than this machine is aborted, so the app must work offline.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "artifacts"  # git-ignored
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+STARTUP_TIMEOUT_S = 90  # server import + first health answer on a loaded 2-core machine
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Where the browser tests leave screenshots and timings."""
+    (ARTIFACTS / "screenshots").mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@dataclass
+class Server:
+    url: str
+    healthy_at: float  # time.monotonic() when /_stcore/health first answered
+
+
+@pytest.fixture(scope="session")
+def server():
+    """``streamlit run app.py`` on a free port, from the repository root; stopped when the session ends."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_path = ARTIFACTS / "e2e-server.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            deadline = time.monotonic() + STARTUP_TIMEOUT_S
+            while not _healthy(url):
+                if proc.poll() is not None:
+                    pytest.fail(f"streamlit exited with code {proc.returncode}:\n{log_path.read_text()}")
+                if time.monotonic() > deadline:
+                    pytest.fail(f"streamlit not healthy after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()}")
+                time.sleep(0.2)
+            yield Server(url=url, healthy_at=time.monotonic())
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"{CHROMIUM} is missing: install the Debian 'chromium' package (apt-get install chromium). "
+            "These tests never download a browser (no `playwright install`)."
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Watched:
+    """A browser page and everything that went wrong on it."""
+
+    page: object
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    failed_local: list[str] = field(default_factory=list)  # requests to this machine that failed
+    blocked: list[str] = field(default_factory=list)  # requests elsewhere, aborted by the route
+
+
+@pytest.fixture
+def watched(browser, server):
+    """A fresh browser context per test (1400 × 900), offline except for the app server."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    page = context.new_page()
+    w = Watched(page=page)
+
+    def route(r):
+        if urlparse(r.request.url).hostname in LOCAL_HOSTS:
+            r.continue_()
+        else:
+            w.blocked.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page.on("console", lambda msg: w.console_errors.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: w.page_errors.append(str(exc)))
+    page.on(
+        "requestfailed",
+        lambda req: (
+            w.failed_local.append(f"{req.url}: {req.failure}") if urlparse(req.url).hostname in LOCAL_HOSTS else None
+        ),
+    )
+    yield w
+    context.close()
