@@ -1,7 +1,11 @@
 """The app's pages, in order, by section. app.py builds ``st.navigation`` from this list.
 
-Each entry: (section, file under pages/, title, icon, url_path). The lineage section follows the story's order;
+Each entry: (section, file under app_pages/, title, icon, url_path). The lineage section follows the story's order;
 the guided tour walks it in this order too.
+
+The page scripts live in app_pages/, not pages/: Streamlit treats a folder named pages/ beside the entry script as an
+old-style multipage app until st.navigation has run, so a deep link opened first on a fresh server (and every
+AppTest page switch) would run the page without the app shell.
 """
 
 from __future__ import annotations
@@ -20,21 +24,21 @@ class PageEntry:
 
 
 PAGES: tuple[PageEntry, ...] = (
-    PageEntry("The lineage", "pages/home.py", "Home", "🏠", "home"),
-    PageEntry("The lineage", "pages/gpt2.py", "GPT-2 (recompute)", "1️⃣", "gpt2", "gpt2"),
-    PageEntry("The lineage", "pages/kv_cache.py", "KV cache", "2️⃣", "kv_cache", "kv_cache"),
+    PageEntry("The lineage", "app_pages/home.py", "Home", "🏠", "home"),
+    PageEntry("The lineage", "app_pages/gpt2.py", "GPT-2 (recompute)", "1️⃣", "gpt2", "gpt2"),
+    PageEntry("The lineage", "app_pages/kv_cache.py", "KV cache", "2️⃣", "kv_cache", "kv_cache"),
     PageEntry(
-        "The lineage", "pages/linear_attention.py", "Linear attention", "3️⃣", "linear_attention", "linear_attention"
+        "The lineage", "app_pages/linear_attention.py", "Linear attention", "3️⃣", "linear_attention", "linear_attention"
     ),
-    PageEntry("The lineage", "pages/deltanet.py", "DeltaNet", "4️⃣", "deltanet", "deltanet"),
-    PageEntry("The lineage", "pages/mamba2.py", "Mamba-2", "5️⃣", "mamba2", "mamba2"),
-    PageEntry("The lineage", "pages/gla.py", "GLA", "6️⃣", "gla", "gla"),
-    PageEntry("The lineage", "pages/gated_deltanet.py", "Gated DeltaNet", "7️⃣", "gated_deltanet", "gated_deltanet"),
-    PageEntry("The lineage", "pages/kda.py", "KDA", "8️⃣", "kda", "kda"),
-    PageEntry("The lineage", "pages/hybrid.py", "Hybrid (Kimi Linear / K3)", "9️⃣", "hybrid", "hybrid"),
-    PageEntry("Tools", "pages/memory_cost.py", "Memory & cost", "🧮", "memory_cost"),
-    PageEntry("Tools", "pages/live_benchmark.py", "Live benchmark", "⏱️", "live_benchmark"),
-    PageEntry("Labs", "pages/memory_lab.py", "Memory lab", "🧪", "memory_lab"),
+    PageEntry("The lineage", "app_pages/deltanet.py", "DeltaNet", "4️⃣", "deltanet", "deltanet"),
+    PageEntry("The lineage", "app_pages/mamba2.py", "Mamba-2", "5️⃣", "mamba2", "mamba2"),
+    PageEntry("The lineage", "app_pages/gla.py", "GLA", "6️⃣", "gla", "gla"),
+    PageEntry("The lineage", "app_pages/gated_deltanet.py", "Gated DeltaNet", "7️⃣", "gated_deltanet", "gated_deltanet"),
+    PageEntry("The lineage", "app_pages/kda.py", "KDA", "8️⃣", "kda", "kda"),
+    PageEntry("The lineage", "app_pages/hybrid.py", "Hybrid (Kimi Linear / K3)", "9️⃣", "hybrid", "hybrid"),
+    PageEntry("Tools", "app_pages/memory_cost.py", "Memory & cost", "🧮", "memory_cost"),
+    PageEntry("Tools", "app_pages/live_benchmark.py", "Live benchmark", "⏱️", "live_benchmark"),
+    PageEntry("Labs", "app_pages/memory_lab.py", "Memory lab", "🧪", "memory_lab"),
 )
 
 SECTIONS = ("The lineage", "Labs", "Tools")

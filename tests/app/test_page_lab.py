@@ -27,7 +27,7 @@ def page():
 
 def test_page_is_registered_under_labs():
     entry = next(p for p in PAGES if p.url_path == "memory_lab")
-    assert (entry.section, entry.file, entry.title) == ("Labs", "pages/memory_lab.py", "Memory lab")
+    assert (entry.section, entry.file, entry.title) == ("Labs", "app_pages/memory_lab.py", "Memory lab")
 
 
 def test_page_runs_at_defaults(page):

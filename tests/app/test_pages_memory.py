@@ -148,7 +148,7 @@ def test_live_benchmark_tiny_run_shares_its_bandwidth():
     bandwidth, label = at.session_state["measured_bandwidth"]
     assert bandwidth > 0 and "memory copy" in label
 
-    at.switch_page("pages/memory_cost.py").run()
+    at.switch_page("app_pages/memory_cost.py").run()
     assert not at.exception
     at.selectbox(key="memory_cost_bandwidth").set_value("measured").run()
     assert not at.exception

@@ -55,7 +55,7 @@ def test_mamba2_page():
     rerun(at)
     assert len(figure(at, "The state, token by token")["frames"]) == 12
     np.testing.assert_array_equal(z_of(figure(at, "The same layer as attention")["data"][0]), np.eye(12))
-    at.slider(key="mamba2_step").set_value(5)  # the slider counts tokens from 1
+    at.slider(key="mamba2_step").set_value(4)  # steps count from 0, like the frames
     rerun(at)
     assert figure(at, "The state, token by token")["layout"]["sliders"][0]["active"] == 4
     assert any(m.value.startswith("**Step 4.**") for m in at.markdown)

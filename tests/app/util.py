@@ -7,34 +7,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60  # seconds per script run; generous for a loaded 2-core machine
-
-
-def _always_run_app_py() -> None:
-    """Make every AppTest run execute app.py, as the real server does once st.navigation has been called.
-
-    Streamlit takes a folder named ``pages/`` beside the entry script for a legacy multipage app until
-    st.navigation runs, and its script runner then executes the selected page file *instead of* app.py. AppTest
-    resets that flag before every run (``PagesManager.uses_pages_directory = None``), so without this a switched-to
-    page runs alone: no sidebar (device label, seed), no set_page_config.
-    """
-    original = PagesManager.__init__
-    if getattr(original, "navigation_only", False):
-        return
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False  # app.py calls st.navigation on every run
-
-    init.navigation_only = True
-    PagesManager.__init__ = init
-
-
-_always_run_app_py()
 
 
 def run_page(url_path: str, *, seed: int | None = None, timeout: float = TIMEOUT, **session) -> AppTest:
@@ -50,7 +26,7 @@ def run_page(url_path: str, *, seed: int | None = None, timeout: float = TIMEOUT
         at.session_state[key] = value
     at.run()
     if url_path != "home":
-        at.switch_page(f"pages/{url_path}.py")
+        at.switch_page(f"app_pages/{url_path}.py")
         at.run()
     assert not at.exception, f"page {url_path} raised: {[e.value for e in at.exception]}"
     return at
