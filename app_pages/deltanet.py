@@ -37,6 +37,7 @@ beta = left.slider(
     1.0,
     0.5,
     0.05,
+    bind="query-params",
     key="deltanet_beta",
     help="The fraction of the gap between v_old and v_t that each write closes. β = 0 writes nothing.",
 )
@@ -45,6 +46,7 @@ chunk_size = right.select_slider(
     "Chunk size C of the chunked form",
     options=chunk_choices,
     value=min(16, chunk_choices[-1]),
+    bind="query-params",
     key="deltanet_chunk",
     help=f"Powers of two up to T = {T}.",
 )

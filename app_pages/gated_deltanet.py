@@ -33,6 +33,7 @@ alpha = a.slider(
     1.0,
     0.9,
     0.01,
+    bind="query-params",
     key="gated_deltanet_alpha",
     help="α = 1 is DeltaNet (no decay at all); α = 0 wipes the state before every write.",
 )
@@ -42,11 +43,12 @@ jitter = b.slider(
     3.0,
     1.0,
     0.1,
+    bind="query-params",
     key="gated_deltanet_jitter",
     help="Spread of logit(α_t) over the steps. At exactly α = 0 or α = 1 it has no effect.",
 )
-beta = c.slider("Write strength β", 0.0, 1.0, 0.5, 0.05, key="gated_deltanet_beta")
-random_beta = c.checkbox("β varies from token to token", key="gated_deltanet_random_beta")
+beta = c.slider("Write strength β", 0.0, 1.0, 0.5, 0.05, bind="query-params", key="gated_deltanet_beta")
+random_beta = c.checkbox("β varies from token to token", bind="query-params", key="gated_deltanet_random_beta")
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)

@@ -25,14 +25,17 @@ show_code(gla, recurrent_memory)
 
 T, K, V = size_controls("gla")
 a, b, c = st.columns(3)
-alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, key="gla_alpha")
-alpha_min = b.slider("α of the fastest channel (last row)", 0.0, 1.0, 0.5, 0.01, key="gla_alpha_min")
+alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, bind="query-params", key="gla_alpha")
+alpha_min = b.slider(
+    "α of the fastest channel (last row)", 0.0, 1.0, 0.5, 0.01, bind="query-params", key="gla_alpha_min"
+)
 jitter = c.slider(
     "How much α varies from token to token",
     0.0,
     3.0,
     0.0,
     0.1,
+    bind="query-params",
     key="gla_jitter",
     help="Spread of logit(α) over steps and channels: a stand-in for gates computed from each token.",
 )

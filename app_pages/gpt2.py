@@ -26,11 +26,15 @@ with the length of the text, and a whole generation costs 1 + 2 + … + N rows: 
 show_code(decode_recompute, CausalSelfAttention.forward, recompute_generation_cost)
 
 a, b, c = st.columns(3)
-T = a.slider("Tokens to generate T", 2, STAGE_T_CAP, 32, key="gpt2_T")
+T = a.slider("Tokens to generate T", 2, STAGE_T_CAP, 32, bind="query-params", key="gpt2_T")
 a.caption(cap_note("T", STAGE_T_CAP))
-n_heads = b.slider("Heads", 1, demo.SOFTMAX_MAX_HEADS, 4, key="gpt2_heads", help="GPT-2 124M has 12.")
+n_heads = b.slider(
+    "Heads", 1, demo.SOFTMAX_MAX_HEADS, 4, bind="query-params", key="gpt2_heads", help="GPT-2 124M has 12."
+)
 b.caption(cap_note("Heads", demo.SOFTMAX_MAX_HEADS))
-head_dim = c.slider("Head dim", 2, HEAD_DIM_CAP, 16, key="gpt2_head_dim", help="GPT-2 124M uses 64.")
+head_dim = c.slider(
+    "Head dim", 2, HEAD_DIM_CAP, 16, bind="query-params", key="gpt2_head_dim", help="GPT-2 124M uses 64."
+)
 c.caption(cap_note("Head dim", HEAD_DIM_CAP))
 
 

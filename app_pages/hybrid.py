@@ -41,21 +41,35 @@ preset = st.radio(
         "kimi": f"{KIMI.name}: {KIMI.n_layers} layers, MLA at {', '.join(map(str, KIMI.layers_of('mla')))}",
     }.get,
     horizontal=True,
+    bind="query-params",
     key="hybrid_schedule",
 )
 if preset == "kimi":
     schedule = hybrid.kimi_linear_schedule()
 else:
     a, b = st.columns(2)
-    n_layers = a.slider("Number of layers", 2, LIVE_LAYER_CAP, 8, key="hybrid_layers")
+    n_layers = a.slider("Number of layers", 2, LIVE_LAYER_CAP, 8, bind="query-params", key="hybrid_layers")
     a.caption(f"Up to {LIVE_LAYER_CAP} layers, {KIMI.name}'s depth.")
-    every = b.slider("MLA every N layers", 1, 12, 4, key="hybrid_every", help="N = 4 is Kimi Linear's 3 KDA : 1 MLA.")
+    every = b.slider(
+        "MLA every N layers",
+        1,
+        12,
+        4,
+        bind="query-params",
+        key="hybrid_every",
+        help="N = 4 is Kimi Linear's 3 KDA : 1 MLA.",
+    )
     schedule = run_or_stop(hybrid.periodic_schedule, n_layers, every)
 st.caption("Layers, bottom to top: " + " ".join(kind.upper() for kind in schedule))
 
 st.subheader("What each layer holds, at Kimi Linear's sizes")
 context = st.select_slider(
-    "Context length (tokens)", CONTEXTS, value=2**17, format_func=lambda n: f"{n:,}", key="hybrid_context"
+    "Context length (tokens)",
+    CONTEXTS,
+    value=2**17,
+    format_func=lambda n: f"{n:,}",
+    bind="query-params",
+    key="hybrid_context",
 )
 spec = hybrid.kimi_linear_spec(schedule)
 fp = memory.footprint(spec, context)
@@ -77,7 +91,7 @@ chart(
 st.caption(f"Shapes from {KIMI.source}.")
 
 st.subheader("A small hybrid, decoding live")
-T = st.slider("Tokens to decode", 4, STAGE_T_CAP, 24, key="hybrid_T")
+T = st.slider("Tokens to decode", 4, STAGE_T_CAP, 24, bind="query-params", key="hybrid_T")
 st.caption(cap_note("The number of tokens", STAGE_T_CAP) + " Deep stacks take a few seconds on a CPU.")
 config = hybrid.HybridConfig(schedule=schedule)
 st.markdown(

@@ -27,13 +27,14 @@ show_code(kda, recurrent_memory)
 
 T, K, V = size_controls("kda")
 a, b, c, d = st.columns(4)
-alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, key="kda_alpha")
+alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, bind="query-params", key="kda_alpha")
 alpha_min = b.slider(
     "α of the fastest channel (last row)",
     0.0,
     1.0,
     0.5,
     0.01,
+    bind="query-params",
     key="kda_alpha_min",
     help="Equal to the slowest channel's α (with no variation): all channels alike, and KDA is Gated DeltaNet.",
 )
@@ -43,10 +44,11 @@ jitter = c.slider(
     3.0,
     0.0,
     0.1,
+    bind="query-params",
     key="kda_jitter",
     help="Spread of logit(α) over steps and channels: a stand-in for gates computed from each token.",
 )
-beta = d.slider("Write strength β", 0.0, 1.0, 0.5, 0.05, key="kda_beta")
+beta = d.slider("Write strength β", 0.0, 1.0, 0.5, 0.05, bind="query-params", key="kda_beta")
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)

@@ -26,17 +26,22 @@ fast the chip can multiply.
 show_code(KVCache.append, decode_step)
 
 a, b, c = st.columns(3)
-T = a.slider("Tokens to generate T", 2, STAGE_T_CAP, 32, key="kv_cache_T")
+T = a.slider("Tokens to generate T", 2, STAGE_T_CAP, 32, bind="query-params", key="kv_cache_T")
 a.caption(cap_note("T", STAGE_T_CAP))
-n_heads = b.slider("Heads", 1, demo.SOFTMAX_MAX_HEADS, 4, key="kv_cache_heads", help="GPT-2 124M has 12.")
+n_heads = b.slider(
+    "Heads", 1, demo.SOFTMAX_MAX_HEADS, 4, bind="query-params", key="kv_cache_heads", help="GPT-2 124M has 12."
+)
 b.caption(cap_note("Heads", demo.SOFTMAX_MAX_HEADS))
-head_dim = c.slider("Head dim", 2, HEAD_DIM_CAP, 16, key="kv_cache_head_dim", help="GPT-2 124M uses 64.")
+head_dim = c.slider(
+    "Head dim", 2, HEAD_DIM_CAP, 16, bind="query-params", key="kv_cache_head_dim", help="GPT-2 124M uses 64."
+)
 c.caption(cap_note("Head dim", HEAD_DIM_CAP))
 block_choices = [size for size in (2, 4, 8, 16, 32, 64) if size <= T] or [T]
 block_size = st.select_slider(
     "FlashAttention block size (for the aside at the end)",
     options=block_choices,
     value=min(8, block_choices[-1]),
+    bind="query-params",
     key="kv_cache_block",
     help="Rows per query block and keys per key block of the tiled form.",
 )

@@ -34,6 +34,7 @@ feature_map = st.radio(
     [name for name in FEATURE_MAPS if name != "identity"],
     format_func={"elu1": "elu(x) + 1 (the paper's)", "relu": "relu(x)"}.get,
     horizontal=True,
+    bind="query-params",
     key="linear_attention_feature_map",
     help="Both are non-negative, so the normaliser z·φ(q) stays positive.",
 )

@@ -48,6 +48,7 @@ budget = left.selectbox(
     list(bench_decode.BUDGETS),
     index=list(bench_decode.BUDGETS).index("standard"),
     format_func=BUDGET_NOTES.get,
+    bind="query-params",
     key="live_benchmark_budget",
 )
 right.write("")

@@ -29,7 +29,14 @@ show_code(mamba2, recurrent_memory, parallel_memory)
 T, K, V = size_controls("mamba2")
 left, right = st.columns(2)
 alpha = left.slider(
-    "Gate α (typical value)", 0.0, 1.0, 0.9, 0.01, key="mamba2_alpha", help="α = 1 switches the gate off."
+    "Gate α (typical value)",
+    0.0,
+    1.0,
+    0.9,
+    0.01,
+    bind="query-params",
+    key="mamba2_alpha",
+    help="α = 1 switches the gate off.",
 )
 jitter = right.slider(
     "How much α varies from token to token",
@@ -37,6 +44,7 @@ jitter = right.slider(
     3.0,
     1.0,
     0.1,
+    bind="query-params",
     key="mamba2_jitter",
     help="Spread of logit(α_t) over the steps: a stand-in for a gate computed from each token.",
 )

@@ -34,9 +34,16 @@ and bandwidths come from the vendors' datasheets, or from this machine, measured
 # ---- controls ----------------------------------------------------------------------------------------------
 
 left, middle, right = st.columns(3)
-dtype = left.selectbox("Cache dtype (every model)", list(memory.DTYPE_BYTES), index=1, key="memory_cost_dtype")
+dtype = left.selectbox(
+    "Cache dtype (every model)", list(memory.DTYPE_BYTES), index=1, bind="query-params", key="memory_cost_dtype"
+)
 seq_len = middle.number_input(
-    "Context length for the table (tokens)", value=MILLION, step=1024, key="memory_cost_len", format="%d"
+    "Context length for the table (tokens)",
+    value=MILLION,
+    step=1024,
+    bind="query-params",
+    key="memory_cost_len",
+    format="%d",
 )
 bandwidths = {
     key: (p.bandwidth_bytes_per_s, f"{p.name}: {p.bandwidth_bytes_per_s / 1e9:,.0f} GB/s (datasheet)")
@@ -50,6 +57,7 @@ bandwidth_key = right.selectbox(
     list(bandwidths),
     index=list(bandwidths).index("h100-sxm"),
     format_func=lambda k: bandwidths[k][1],
+    bind="query-params",
     key="memory_cost_bandwidth",
 )
 bandwidth, bandwidth_label = bandwidths[bandwidth_key]
@@ -63,13 +71,21 @@ st.caption(
 )
 c = st.columns(7)
 custom_args = (
-    c[0].number_input("Layers (n_layers)", value=32, step=1, key="memory_cost_layers"),
-    c[1].number_input("Heads (n_heads)", value=32, step=1, key="memory_cost_heads"),
-    c[2].number_input("KV heads (n_kv_heads)", value=8, step=1, key="memory_cost_kv_heads"),
-    c[3].number_input("Head dim (head_dim)", value=128, step=1, key="memory_cost_head_dim"),
-    c[4].selectbox("Layer kind", memory.LAYER_KINDS, index=memory.LAYER_KINDS.index("kda"), key="memory_cost_kind"),
-    c[5].selectbox("Softmax kind", memory.SOFTMAX_KINDS, index=1, key="memory_cost_softmax_kind"),
-    c[6].number_input("Softmax every N layers (0 = none)", value=4, min_value=0, step=1, key="memory_cost_every"),
+    c[0].number_input("Layers (n_layers)", value=32, step=1, bind="query-params", key="memory_cost_layers"),
+    c[1].number_input("Heads (n_heads)", value=32, step=1, bind="query-params", key="memory_cost_heads"),
+    c[2].number_input("KV heads (n_kv_heads)", value=8, step=1, bind="query-params", key="memory_cost_kv_heads"),
+    c[3].number_input("Head dim (head_dim)", value=128, step=1, bind="query-params", key="memory_cost_head_dim"),
+    c[4].selectbox(
+        "Layer kind",
+        memory.LAYER_KINDS,
+        index=memory.LAYER_KINDS.index("kda"),
+        bind="query-params",
+        key="memory_cost_kind",
+    ),
+    c[5].selectbox("Softmax kind", memory.SOFTMAX_KINDS, index=1, bind="query-params", key="memory_cost_softmax_kind"),
+    c[6].number_input(
+        "Softmax every N layers (0 = none)", value=4, min_value=0, step=1, bind="query-params", key="memory_cost_every"
+    ),
 )
 
 
@@ -209,7 +225,13 @@ if view is not None:
     )
 
     names = list(view["layers"])
-    chosen = st.selectbox("Bytes per layer of", names, index=names.index(kimi_spec.name), key="memory_cost_layer_model")
+    chosen = st.selectbox(
+        "Bytes per layer of",
+        names,
+        index=names.index(kimi_spec.name),
+        bind="query-params",
+        key="memory_cost_layer_model",
+    )
     kinds, cache_b, state_b = view["layers"][chosen]
     st.plotly_chart(
         plots.per_layer_bars(kinds, cache_b, state_b, title=f"{chosen}: bytes per layer at {int(seq_len):,} tokens"),

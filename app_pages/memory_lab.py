@@ -52,14 +52,34 @@ with st.expander("How the lab works — and what “the hybrid” is"):
 
 st.subheader("The stream")
 a, b, c = st.columns(3)
-d_k = a.slider("Key dimension d_k", lab.MIN_D_K, lab.MAX_D_K, 16, key="lab_d_k", help="Every fixed state is d_k × d_k.")
+d_k = a.slider(
+    "Key dimension d_k",
+    lab.MIN_D_K,
+    lab.MAX_D_K,
+    16,
+    bind="query-params",
+    key="lab_d_k",
+    help="Every fixed state is d_k × d_k.",
+)
 keys = b.radio(
-    "Keys", lab.KEY_KINDS, key="lab_keys", horizontal=True, help="Orthogonal: blocks of d_k orthonormal keys."
+    "Keys",
+    lab.KEY_KINDS,
+    bind="query-params",
+    key="lab_keys",
+    horizontal=True,
+    help="Orthogonal: blocks of d_k orthonormal keys.",
 )
 noise = c.slider(
-    "Cue noise", 0.0, lab.MAX_NOISE, 0.0, 0.05, key="lab_noise", help="A read uses normalize(k + noise·ε)."
+    "Cue noise",
+    0.0,
+    lab.MAX_NOISE,
+    0.0,
+    0.05,
+    bind="query-params",
+    key="lab_noise",
+    help="A read uses normalize(k + noise·ε).",
 )
-with_elu1 = st.checkbox("Also show the ELU+1 normalised linear attention", key="lab_elu1")
+with_elu1 = st.checkbox("Also show the ELU+1 normalised linear attention", bind="query-params", key="lab_elu1")
 mechanisms = lab.DEFAULT_MECHANISMS + (("linear_attention_elu1",) if with_elu1 else ())
 st.caption(
     f"Seed {seed()} (shared by all pages, in the sidebar). Sizes are capped at d_k ≤ {lab.MAX_D_K} and "
@@ -80,18 +100,28 @@ def gate_sliders(prefix: str, *, alpha: float, beta: bool = True, slow: bool = F
             1.0,
             alpha,
             0.01,
+            bind="query-params",
             key=f"lab_{prefix}_alpha",
         )
     )
     if beta:
-        out["beta"] = cols[1].slider("β of delta-rule writes", 0.0, 1.0, 1.0, 0.05, key=f"lab_{prefix}_beta")
+        out["beta"] = cols[1].slider(
+            "β of delta-rule writes", 0.0, 1.0, 1.0, 0.05, bind="query-params", key=f"lab_{prefix}_beta"
+        )
     if slow:
         out["alpha_slow"] = cols[2].slider(
-            "KDA slow channels α_slow", 0.5, 1.0, 1.0, 0.005, key=f"lab_{prefix}_alpha_slow"
+            "KDA slow channels α_slow", 0.5, 1.0, 1.0, 0.005, bind="query-params", key=f"lab_{prefix}_alpha_slow"
         )
     if reset:
         out["alpha_reset"] = cols[-1].slider(
-            "α at the switch (reset rule)", 0.0, 1.0, 0.0, 0.05, key=f"lab_{prefix}_reset", help="1 = no reset."
+            "α at the switch (reset rule)",
+            0.0,
+            1.0,
+            0.0,
+            0.05,
+            bind="query-params",
+            key=f"lab_{prefix}_reset",
+            help="1 = no reset.",
         )
     return out
 
@@ -157,7 +187,9 @@ with β = 1 and a unit key it should return v2 exactly. Softmax attention keeps 
 content alone, splits its attention between them.
 """
 )
-n_between = st.slider("Other pairs between the two writes", 0, lab.MAX_BETWEEN, 4, key="lab_overwrite_between")
+n_between = st.slider(
+    "Other pairs between the two writes", 0, lab.MAX_BETWEEN, 4, bind="query-params", key="lab_overwrite_between"
+)
 g1 = gate_sliders("overwrite", alpha=lab.OVERWRITE_GATES.alpha)
 st.caption(kda_split(d_k, g1))
 r1 = run_or_error(run_overwrite, **stream, n_between=n_between, **g1)
@@ -180,8 +212,8 @@ DeltaNet = KDA = DeltaNet): lower α to see forgetting trade old pairs for room.
 """
 )
 a, b = st.columns(2)
-n_max = a.slider("Pairs stored, up to N =", 2, lab.MAX_PAIRS, 48, key="lab_capacity_n")
-trials = b.slider("Streams averaged", 1, lab.MAX_TRIALS, 2, key="lab_capacity_trials")
+n_max = a.slider("Pairs stored, up to N =", 2, lab.MAX_PAIRS, 48, bind="query-params", key="lab_capacity_n")
+trials = b.slider("Streams averaged", 1, lab.MAX_TRIALS, 2, bind="query-params", key="lab_capacity_trials")
 g2 = gate_sliders("capacity", alpha=lab.CAPACITY_GATES.alpha)
 r2 = run_or_error(run_capacity, **stream, n_max=n_max, trials=trials, **g2)
 if r2 is not None:
@@ -201,8 +233,8 @@ can interfere with B.
 """
 )
 a, b = st.columns(2)
-n_a = a.slider("Pairs on topic A", 1, lab.MAX_PAIRS // 2, 16, key="lab_topic_n_a")
-n_b = b.slider("Pairs on topic B", 1, lab.MAX_PAIRS // 2, 8, key="lab_topic_n_b")
+n_a = a.slider("Pairs on topic A", 1, lab.MAX_PAIRS // 2, 16, bind="query-params", key="lab_topic_n_a")
+n_b = b.slider("Pairs on topic B", 1, lab.MAX_PAIRS // 2, 8, bind="query-params", key="lab_topic_n_b")
 g3 = gate_sliders("topic", alpha=lab.TOPIC_GATES.alpha, reset=True)
 r3 = run_or_error(run_topic_switch, **stream, n_a=n_a, n_b=n_b, **g3)
 if r3 is not None:
@@ -223,9 +255,14 @@ make the difference. What survives in each?
 """
 )
 a, b = st.columns(2)
-n_long = a.slider("Long-lived facts (written first)", 1, 16, 4, key="lab_retention_long")
+n_long = a.slider("Long-lived facts (written first)", 1, 16, 4, bind="query-params", key="lab_retention_long")
 n_short = b.slider(
-    "Short-lived facts (written after)", lab.RECENT_READS, lab.MAX_PAIRS // 2, 32, key="lab_retention_short"
+    "Short-lived facts (written after)",
+    lab.RECENT_READS,
+    lab.MAX_PAIRS // 2,
+    32,
+    bind="query-params",
+    key="lab_retention_short",
 )
 g4 = gate_sliders("retention", alpha=lab.RETENTION_GATES.alpha, slow=True)
 st.caption(
@@ -247,7 +284,7 @@ exact detail is gone. The hybrid also kept a softmax cache of the same stream: i
 one cached key clearly matches the cue. This is why Kimi Linear keeps a softmax layer every few layers.
 """
 )
-n_fill = st.slider("Pairs written after the needle", 0, lab.MAX_PAIRS, 48, key="lab_needle_fill")
+n_fill = st.slider("Pairs written after the needle", 0, lab.MAX_PAIRS, 48, bind="query-params", key="lab_needle_fill")
 g5 = gate_sliders("needle", alpha=lab.NEEDLE_GATES.alpha, slow=True)
 st.caption(kda_split(d_k, g5))
 r5 = run_or_error(run_needle, **stream, n_fill=n_fill, **g5)

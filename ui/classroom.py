@@ -118,20 +118,21 @@ def step_control(page: str, n_steps: int, *, label: str = "Step t") -> int:
     """
     key = f"{page}_step"
     last = n_steps - 1
-    if key not in st.session_state or not 0 <= st.session_state[key] <= last:
-        st.session_state[key] = last
+    if key in st.session_state and not 0 <= st.session_state[key] <= last:
+        st.session_state[key] = last  # the sequence got shorter: stay on its last step
 
     def move(delta: int) -> None:
-        st.session_state[key] = min(max(st.session_state[key] + delta, 0), last)
+        st.session_state[key] = min(max(st.session_state.get(key, last) + delta, 0), last)
 
     back, slider, fwd = st.columns([1, 8, 1], vertical_alignment="bottom")
     back.button("◀", key=f"{key}_back", on_click=move, args=(-1,), shortcut="J", help="Step back (J)")
     fwd.button("▶", key=f"{key}_fwd", on_click=move, args=(1,), shortcut="K", help="Step forward (K)")
-    if last > 0:
-        slider.slider(label, 0, last, key=key)
-    else:
+    if last == 0:
         slider.caption(f"{label}: 0 (the only step)")
-    return int(st.session_state[key])
+        return 0
+    # Bound to the URL (?<page>_step=…) so a link can open a given step; the default applies only on first view.
+    default = {} if key in st.session_state else {"value": last}
+    return int(slider.slider(label, 0, last, key=key, bind="query-params", **default))
 
 
 def tour_nav(stage_key: str) -> None:

@@ -80,11 +80,11 @@ HEAD_DIM_CAP = 16  # a K×V state small enough to read cell by cell
 def size_controls(prefix: str, *, T: int = 32, K: int = 8, V: int = 8) -> tuple[int, int, int]:
     """Sequence length and head dims of a stage page, with their caps shown beside them."""
     a, b, c = st.columns(3)
-    T = a.slider("Sequence length T", 4, STAGE_T_CAP, T, key=f"{prefix}_T")
+    T = a.slider("Sequence length T", 4, STAGE_T_CAP, T, bind="query-params", key=f"{prefix}_T")
     a.caption(cap_note("T", STAGE_T_CAP))
-    K = b.slider("Key dim K (rows of the state)", 2, HEAD_DIM_CAP, K, key=f"{prefix}_K")
+    K = b.slider("Key dim K (rows of the state)", 2, HEAD_DIM_CAP, K, bind="query-params", key=f"{prefix}_K")
     b.caption(cap_note("K", HEAD_DIM_CAP))
-    V = c.slider("Value dim V (columns of the state)", 2, HEAD_DIM_CAP, V, key=f"{prefix}_V")
+    V = c.slider("Value dim V (columns of the state)", 2, HEAD_DIM_CAP, V, bind="query-params", key=f"{prefix}_V")
     c.caption(cap_note("V", HEAD_DIM_CAP))
     return T, K, V
 
