@@ -70,26 +70,14 @@ def linear_attention(
     if normalize and feature_map == "identity":
         raise ValueError("feature_map='identity' can make the normaliser zero or negative; use normalize=False")
     checks.qkv(q, k, v)
-    qf, kf = phi(q), phi(k)
-    if not normalize:
-        return run_memory(
-            qf,
-            kf,
-            v,
-            rule="additive",
-            scale=scale,
-            initial_state=initial_state,
-            output_final_state=output_final_state,
-            mode=mode,
-            chunk_size=chunk_size,
-        )
-    # Numerator and normaliser both grow with t; keep them in the compute dtype (fp32/fp64) until the division,
-    # or fp16 overflows (65504) after some thousands of steps even though the ratio is O(1).
-    v_aug = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1).to(checks.compute_dtype(q, k, v))
+    # With the normaliser, the state carries z as an extra value column fed by ones. Numerator and normaliser both
+    # grow with t: keep them in the compute dtype (fp32/fp64) until the division, or fp16 overflows (65504) after
+    # some thousands of steps even though the ratio is O(1).
+    values = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1).to(checks.compute_dtype(q, k, v)) if normalize else v
     o, S = run_memory(
-        qf,
-        kf,
-        v_aug,
+        phi(q),
+        phi(k),
+        values,
         rule="additive",
         scale=scale,
         initial_state=initial_state,
@@ -97,5 +85,6 @@ def linear_attention(
         mode=mode,
         chunk_size=chunk_size,
     )
-    o = o[..., :-1] / (o[..., -1:] + NORMALIZER_EPS)
+    if normalize:
+        o = o[..., :-1] / (o[..., -1:] + NORMALIZER_EPS)
     return o.to(v.dtype), S

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lineage import demo, plots
-from lineage.plots.core import MAX_FRAMES, TEXT_MAX_CELLS
+from lineage.plots.core import MAX_FRAMES, TEXT_MAX_CELLS, TEXT_MAX_SIDE
 
 RNG = np.random.default_rng(0)
 
@@ -34,8 +34,9 @@ def assert_animation_rules(fig, n_frames: int) -> None:
         assert first.zmin == -first.zmax if signed else True
         for frame in fig.frames:
             assert frame.data[i].showscale, f"panel {i}: colour bar hidden"
-            cells = z(frame.data[i]).size
-            assert (frame.data[i].text is not None) == (cells <= TEXT_MAX_CELLS)
+            shape = z(frame.data[i]).shape
+            small = np.prod(shape) <= TEXT_MAX_CELLS and max(shape) <= TEXT_MAX_SIDE
+            assert (frame.data[i].text is not None) == small
 
 
 def attn_matrix(T: int) -> np.ndarray:

@@ -24,21 +24,35 @@ class PageEntry:
 
 
 PAGES: tuple[PageEntry, ...] = (
-    PageEntry("The lineage", "app_pages/home.py", "Home", "🏠", "home"),
-    PageEntry("The lineage", "app_pages/gpt2.py", "GPT-2 (recompute)", "1️⃣", "gpt2", "gpt2"),
-    PageEntry("The lineage", "app_pages/kv_cache.py", "KV cache", "2️⃣", "kv_cache", "kv_cache"),
+    PageEntry("The lineage", "app_pages/home.py", "Home", ":material/home:", "home"),
+    PageEntry("The lineage", "app_pages/gpt2.py", "GPT-2 (recompute)", ":material/counter_1:", "gpt2", "gpt2"),
+    PageEntry("The lineage", "app_pages/kv_cache.py", "KV cache", ":material/counter_2:", "kv_cache", "kv_cache"),
     PageEntry(
-        "The lineage", "app_pages/linear_attention.py", "Linear attention", "3️⃣", "linear_attention", "linear_attention"
+        "The lineage",
+        "app_pages/linear_attention.py",
+        "Linear attention",
+        ":material/counter_3:",
+        "linear_attention",
+        "linear_attention",
     ),
-    PageEntry("The lineage", "app_pages/deltanet.py", "DeltaNet", "4️⃣", "deltanet", "deltanet"),
-    PageEntry("The lineage", "app_pages/mamba2.py", "Mamba-2", "5️⃣", "mamba2", "mamba2"),
-    PageEntry("The lineage", "app_pages/gla.py", "GLA", "6️⃣", "gla", "gla"),
-    PageEntry("The lineage", "app_pages/gated_deltanet.py", "Gated DeltaNet", "7️⃣", "gated_deltanet", "gated_deltanet"),
-    PageEntry("The lineage", "app_pages/kda.py", "KDA", "8️⃣", "kda", "kda"),
-    PageEntry("The lineage", "app_pages/hybrid.py", "Hybrid (Kimi Linear / K3)", "9️⃣", "hybrid", "hybrid"),
-    PageEntry("Tools", "app_pages/memory_cost.py", "Memory & cost", "🧮", "memory_cost"),
-    PageEntry("Tools", "app_pages/live_benchmark.py", "Live benchmark", "⏱️", "live_benchmark"),
-    PageEntry("Labs", "app_pages/memory_lab.py", "Memory lab", "🧪", "memory_lab"),
+    PageEntry("The lineage", "app_pages/deltanet.py", "DeltaNet", ":material/counter_4:", "deltanet", "deltanet"),
+    PageEntry("The lineage", "app_pages/mamba2.py", "Mamba-2", ":material/counter_5:", "mamba2", "mamba2"),
+    PageEntry("The lineage", "app_pages/gla.py", "GLA", ":material/counter_6:", "gla", "gla"),
+    PageEntry(
+        "The lineage",
+        "app_pages/gated_deltanet.py",
+        "Gated DeltaNet",
+        ":material/counter_7:",
+        "gated_deltanet",
+        "gated_deltanet",
+    ),
+    PageEntry("The lineage", "app_pages/kda.py", "KDA", ":material/counter_8:", "kda", "kda"),
+    PageEntry(
+        "The lineage", "app_pages/hybrid.py", "Hybrid (Kimi Linear / K3)", ":material/counter_9:", "hybrid", "hybrid"
+    ),
+    PageEntry("Tools", "app_pages/memory_cost.py", "Memory & cost", ":material/memory:", "memory_cost"),
+    PageEntry("Tools", "app_pages/live_benchmark.py", "Live benchmark", ":material/speed:", "live_benchmark"),
+    PageEntry("Labs", "app_pages/memory_lab.py", "Memory lab", ":material/science:", "memory_lab"),
 )
 
 SECTIONS = ("The lineage", "Labs", "Tools")

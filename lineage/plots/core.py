@@ -22,7 +22,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 MAX_FRAMES = 64  # smooth on a projector, small enough to ship to the browser at once
-TEXT_MAX_CELLS = 144  # print values in the cells of matrices up to 12×12
+TEXT_MAX_CELLS = 144  # print values in the cells of matrices up to 144 cells (12×12, 9×16, …)
+TEXT_MAX_SIDE = 16  # … with no side longer than 16, so a 1×32 strip is not crammed with numbers
 DIVERGING = "RdBu_r"  # ColorBrewer RdBu, colour-blind-safe; reversed so positive is red
 SEQUENTIAL = "Viridis"  # perceptually uniform, colour-blind-safe
 FRAME_MS = 250  # per frame while playing
@@ -72,14 +73,15 @@ def color_range(frames: np.ndarray, signed: bool | None = None) -> tuple[float, 
     return lo, (hi if hi > lo else lo + 1.0), False
 
 
-def _cell_text(z: np.ndarray) -> np.ndarray | None:
-    if z.size > TEXT_MAX_CELLS:
+def cell_text(z: np.ndarray) -> np.ndarray | None:
+    """Values to print in the cells of a small matrix (2 decimals; blank where not finite), or None if too big."""
+    if z.size > TEXT_MAX_CELLS or max(z.shape) > TEXT_MAX_SIDE:
         return None
     return np.vectorize(lambda x: "" if not np.isfinite(x) else f"{x:.2f}")(z)
 
 
 def _heatmap(panel: Panel, z: np.ndarray, zmin: float, zmax: float, signed: bool, colorbar_x: float, col: int):
-    text = _cell_text(z)
+    text = cell_text(z)
     return dict(
         type="heatmap",
         z=z,

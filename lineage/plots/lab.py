@@ -21,7 +21,7 @@ from lineage.lab import (
     TopicSwitchResult,
     label,
 )
-from lineage.plots.core import DIVERGING, TEXT_MAX_CELLS, style
+from lineage.plots.core import DIVERGING, cell_text, style
 
 # Okabe & Ito (2008), the colour-blind-safe qualitative palette.
 MECHANISM_COLORS = {
@@ -88,7 +88,7 @@ def overwrite_vectors(r: OverwriteResult) -> go.Figure:
     names = ["v1 (old)", "v2 (new)"] + [label(m) for m in r.mechanisms]
     z = np.stack(rows)
     m = float(np.abs(z).max()) or 1.0
-    text = np.vectorize(lambda x: f"{x:.2f}")(z) if z.size <= TEXT_MAX_CELLS else None
+    text = cell_text(z)
     fig = go.Figure(
         go.Heatmap(
             z=z,
