@@ -7,7 +7,7 @@ import streamlit as st
 from lineage import demo, plots
 from lineage.softmax import CausalSelfAttention, decode_recompute, recompute_generation_cost
 from ui.classroom import chart, step_control, tour_nav
-from ui.common import HEAD_DIM_CAP, STAGE_T_CAP, cap_note, run_or_stop, seed, show_code, stage_header, what_to_notice
+from ui.common import cap_note, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
 
 stage_header("gpt2")
 st.markdown(
@@ -25,17 +25,16 @@ with the length of the text, and a whole generation costs 1 + 2 + … + N rows: 
 )
 show_code(decode_recompute, CausalSelfAttention.forward, recompute_generation_cost)
 
+cap = caps()
 a, b, c = st.columns(3)
-T = a.slider("Tokens to generate T", 2, STAGE_T_CAP, 32, bind="query-params", key="gpt2_T")
-a.caption(cap_note("T", STAGE_T_CAP))
-n_heads = b.slider(
-    "Heads", 1, demo.SOFTMAX_MAX_HEADS, 4, bind="query-params", key="gpt2_heads", help="GPT-2 124M has 12."
-)
-b.caption(cap_note("Heads", demo.SOFTMAX_MAX_HEADS))
+T = a.slider("Tokens to generate T", 2, cap.T, 32, bind="query-params", key="gpt2_T")
+a.caption(cap_note("T", cap.T))
+n_heads = b.slider("Heads", 1, cap.heads, 4, bind="query-params", key="gpt2_heads", help="GPT-2 124M has 12.")
+b.caption(cap_note("Heads", cap.heads))
 head_dim = c.slider(
-    "Head dim", 2, HEAD_DIM_CAP, 16, bind="query-params", key="gpt2_head_dim", help="GPT-2 124M uses 64."
+    "Head dim", 2, cap.head_dim, 16, bind="query-params", key="gpt2_head_dim", help="GPT-2 124M uses 64."
 )
-c.caption(cap_note("Head dim", HEAD_DIM_CAP))
+c.caption(cap_note("Head dim", cap.head_dim))
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)

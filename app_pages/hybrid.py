@@ -6,7 +6,7 @@ import streamlit as st
 
 from lineage import hybrid, memory, plots
 from ui.classroom import chart, step_control, tour_nav
-from ui.common import STAGE_T_CAP, cap_note, run_or_stop, seed, show_code, stage_header, what_to_notice
+from ui.common import cap_note, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
 
 K3 = memory.PARAMETER_FACTS["kimi-k3"]
 KIMI = memory.MODELS["kimi-linear-48b"]
@@ -91,8 +91,14 @@ chart(
 st.caption(f"Shapes from {KIMI.source}.")
 
 st.subheader("A small hybrid, decoding live")
-T = st.slider("Tokens to decode", 4, STAGE_T_CAP, 24, bind="query-params", key="hybrid_T")
-st.caption(cap_note("The number of tokens", STAGE_T_CAP) + " Deep stacks take a few seconds on a CPU.")
+cap = caps()
+T = st.slider("Tokens to decode", 4, cap.T, 24, bind="query-params", key="hybrid_T")
+fits = cap.hybrid_layer_tokens // len(schedule)  # the most tokens this stack may decode
+st.caption(
+    cap_note("The number of tokens", cap.T)
+    + f" The decode runs on the CPU, so layers × tokens is capped at {cap.hybrid_layer_tokens:,} too: up to "
+    f"{min(fits, cap.T)} tokens through these {len(schedule)} layers."
+)
 config = hybrid.HybridConfig(schedule=schedule)
 st.markdown(
     f"Width {config.d_model}, {config.n_heads} heads of {config.head_dim}; MLA caches {config.kv_lora_rank} + "
@@ -106,34 +112,43 @@ def live(schedule: tuple[str, ...], T: int, seed: int) -> hybrid.HybridDecode:
     return hybrid.decode_trace(hybrid.HybridConfig(schedule=schedule), T, seed)
 
 
-trace = run_or_stop(live, schedule, T, seed())
-step = step_control("hybrid", T, label="Decode step t")
-held = trace.bytes[step]
-kinds = dict.fromkeys(schedule)
-st.markdown(
-    f"**After {step + 1} token{'s' if step else ''}.** "
-    + " ".join(
-        f"Each {kind.upper()} layer holds {int(held[schedule.index(kind)]):,} bytes "
-        f"({int(trace.bytes[0, schedule.index(kind)]):,} after the first token)."
-        for kind in kinds
+if fits < T:
+    st.error(
+        f"Can't decode {T} tokens through {len(schedule)} layers here: layers × tokens is capped at "
+        f"{cap.hybrid_layer_tokens:,} (so every run stays fast for everyone). Decode at most {fits} tokens, or use "
+        "fewer layers."
     )
-)
-st.metric(
-    "decoded one token at a time vs one full pass",
-    f"{trace.max_err_vs_full:.1e}",
-    help="Largest absolute difference between the outputs: the caches and states carry exactly what a full pass sees.",
-)
-chart(
-    plots.decode_bytes_animation(schedule, trace.bytes, title="Bytes each layer holds while decoding", start=step),
-    key="hybrid_decode",
-    alt="Animated bars, one per layer, one frame per decoded token: MLA bars grow, KDA bars stay level.",
-    export_name="hybrid_decode",
-)
-chart(
-    plots.bytes_by_layer_and_time(schedule, trace.bytes, title="The same, every layer at every step", step=step),
-    key="hybrid_bytes",
-    alt="Heatmap of bytes held, layers by tokens decoded: MLA rows brighten to the right, KDA rows stay flat.",
-)
+else:
+    trace = run_or_stop(live, schedule, T, seed())
+    step = step_control("hybrid", T, label="Decode step t")
+    held = trace.bytes[step]
+    kinds = dict.fromkeys(schedule)
+    st.markdown(
+        f"**After {step + 1} token{'s' if step else ''}.** "
+        + " ".join(
+            f"Each {kind.upper()} layer holds {int(held[schedule.index(kind)]):,} bytes "
+            f"({int(trace.bytes[0, schedule.index(kind)]):,} after the first token)."
+            for kind in kinds
+        )
+    )
+    st.metric(
+        "decoded one token at a time vs one full pass",
+        f"{trace.max_err_vs_full:.1e}",
+        help="Largest absolute difference between the outputs: the caches and states carry exactly what a full pass "
+        "sees.",
+    )
+    chart(
+        plots.decode_bytes_animation(schedule, trace.bytes, title="Bytes each layer holds while decoding", start=step),
+        key="hybrid_decode",
+        alt="Animated bars, one per layer, one frame per decoded token: MLA bars grow, KDA bars stay level.",
+        export_name="hybrid_decode",
+    )
+    chart(
+        plots.bytes_by_layer_and_time(schedule, trace.bytes, title="The same, every layer at every step", step=step),
+        key="hybrid_bytes",
+        alt="Heatmap of bytes held, layers by tokens decoded: MLA rows brighten to the right, KDA rows stay flat.",
+    )
+
 
 what_to_notice(
     [

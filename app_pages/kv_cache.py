@@ -7,7 +7,7 @@ import streamlit as st
 from lineage import demo, memory, plots
 from lineage.softmax import KVCache, decode_step, tiled_softmax_attention
 from ui.classroom import chart, step_control, tour_nav
-from ui.common import HEAD_DIM_CAP, STAGE_T_CAP, cap_note, run_or_stop, seed, show_code, stage_header, what_to_notice
+from ui.common import cap_note, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
 
 stage_header("kv_cache")
 st.markdown(
@@ -25,17 +25,16 @@ fast the chip can multiply.
 )
 show_code(KVCache.append, decode_step)
 
+cap = caps()
 a, b, c = st.columns(3)
-T = a.slider("Tokens to generate T", 2, STAGE_T_CAP, 32, bind="query-params", key="kv_cache_T")
-a.caption(cap_note("T", STAGE_T_CAP))
-n_heads = b.slider(
-    "Heads", 1, demo.SOFTMAX_MAX_HEADS, 4, bind="query-params", key="kv_cache_heads", help="GPT-2 124M has 12."
-)
-b.caption(cap_note("Heads", demo.SOFTMAX_MAX_HEADS))
+T = a.slider("Tokens to generate T", 2, cap.T, 32, bind="query-params", key="kv_cache_T")
+a.caption(cap_note("T", cap.T))
+n_heads = b.slider("Heads", 1, cap.heads, 4, bind="query-params", key="kv_cache_heads", help="GPT-2 124M has 12.")
+b.caption(cap_note("Heads", cap.heads))
 head_dim = c.slider(
-    "Head dim", 2, HEAD_DIM_CAP, 16, bind="query-params", key="kv_cache_head_dim", help="GPT-2 124M uses 64."
+    "Head dim", 2, cap.head_dim, 16, bind="query-params", key="kv_cache_head_dim", help="GPT-2 124M uses 64."
 )
-c.caption(cap_note("Head dim", HEAD_DIM_CAP))
+c.caption(cap_note("Head dim", cap.head_dim))
 block_choices = [size for size in (2, 4, 8, 16, 32, 64) if size <= T] or [T]
 block_size = st.select_slider(
     "FlashAttention block size (for the aside at the end)",

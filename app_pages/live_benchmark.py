@@ -6,8 +6,9 @@ import numpy as np
 import streamlit as st
 
 from lineage import bench_decode, plots
+from lineage.device import device_info
 from lineage.softmax import decode_step
-from ui.common import device_label, remember_measured_bandwidth, show_code, what_to_notice
+from ui.common import caps, device_label, remember_measured_bandwidth, show_code, what_to_notice
 
 NOISY_SPREAD = 2.0  # a KDA step whose medians differ more than this across contexts was disturbed by other work
 BUDGET_NOTES = {
@@ -43,19 +44,25 @@ st.info(
 )
 
 left, right = st.columns([3, 1])
+budgets = [b for b in bench_decode.BUDGETS if b in caps().benchmark_budgets]
 budget = left.selectbox(
     "Budget",
-    list(bench_decode.BUDGETS),
-    index=list(bench_decode.BUDGETS).index("standard"),
+    budgets,
+    index=budgets.index("standard"),
     format_func=BUDGET_NOTES.get,
     bind="query-params",
     key="live_benchmark_budget",
 )
+if len(budgets) < len(bench_decode.BUDGETS):
+    left.caption(
+        f"Budgets on {device_info().type}: {', '.join(budgets)} (so every run stays fast for everyone). For the full "
+        "report on this machine, run `python -m lineage bench decode`."
+    )
 right.write("")
 clicked = right.button("Run benchmark", type="primary", key="live_benchmark_run")
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
 def benchmark(device: str, budget: str) -> bench_decode.DecodeBenchmark:
     """One run per device and budget (``device`` is the label: it keys the cache, the run uses the live device)."""
     bar = st.progress(0.0, text=f"measuring on {device} …")

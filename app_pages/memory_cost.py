@@ -65,9 +65,13 @@ if measured is None:
     right.caption("Run the Live benchmark page to add this machine's measured bandwidth here.")
 
 st.subheader("Your own model")
+limits = memory.CUSTOM_LIMITS
 st.caption(
     "Sizes must be whole numbers ≥ 1, and the heads must split evenly over the KV heads. Linear-memory layers use "
-    "the same heads and head dim; MLA layers cache DeepSeek-V3's 512 + 64 numbers per token."
+    "the same heads and head dim; MLA layers cache DeepSeek-V3's 512 + 64 numbers per token. Capped at "
+    f"{limits['n_layers']:,} layers, {limits['n_heads']:,} heads and a head dim of {limits['head_dim']:,} (past any "
+    "released model; every byte count stays exact), and at a context of "
+    f"{memory.MAX_SEQ_LEN:,} tokens."
 )
 c = st.columns(7)
 custom_args = (
@@ -91,6 +95,7 @@ custom_args = (
 
 def custom_model(n_layers, n_heads, n_kv_heads, head_dim, kind, softmax_kind, every) -> memory.ModelSpec:
     """The user's spec: ``kind`` everywhere, ``softmax_kind`` at every ``every``-th layer (none if 0)."""
+    memory.check_custom_sizes(n_layers, n_heads, n_kv_heads, head_dim)  # before a schedule of n_layers entries
     kinds = kind if every == 0 else memory.periodic_schedule(n_layers, kind, softmax_kind, every)
     return memory.custom_spec(n_layers, n_heads, n_kv_heads, head_dim, kinds)
 
@@ -114,13 +119,13 @@ def specs(custom: tuple | None) -> dict[str, memory.ModelSpec]:
     return out
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
 def curves(dtype: str, custom: tuple | None) -> dict[str, np.ndarray]:
     """Cache + state bytes at every length of SEQ_LENS, per model."""
     return {s.name: memory.kv_cache_curve(s, SEQ_LENS, dtype).total_bytes for s in specs(custom).values()}
 
 
-@st.cache_data(show_spinner=False)
+@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
 def at_length(dtype: str, seq_len: int, custom: tuple | None, bandwidth: float) -> dict:
     """The table, per-layer bytes and Kimi Linear's reduction at ``seq_len`` tokens."""
     rows, layers = [], {}

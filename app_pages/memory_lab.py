@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import lab, plots
-from ui.common import run_or_error, seed, show_code
+from ui.common import cap_note, caps, run_or_error, seed, show_code
 
 CACHE = dict(max_entries=64, ttl=3600, show_spinner=False)
 
@@ -214,8 +214,20 @@ DeltaNet = KDA = DeltaNet): lower α to see forgetting trade old pairs for room.
 a, b = st.columns(2)
 n_max = a.slider("Pairs stored, up to N =", 2, lab.MAX_PAIRS, 48, bind="query-params", key="lab_capacity_n")
 trials = b.slider("Streams averaged", 1, lab.MAX_TRIALS, 2, bind="query-params", key="lab_capacity_trials")
+work_cap = caps().lab_capacity_work
+st.caption(
+    cap_note("Streams × N² × d_k²", work_cap)
+    + f" That is one stream of {lab.MAX_PAIRS} pairs at d_k = {lab.MAX_D_K}, or four at half the size."
+)
 g2 = gate_sliders("capacity", alpha=lab.CAPACITY_GATES.alpha)
-r2 = run_or_error(run_capacity, **stream, n_max=n_max, trials=trials, **g2)
+if trials * n_max**2 * d_k**2 > work_cap:
+    st.error(
+        f"Can't run this: {trials} streams × N² = {n_max}² × d_k² = {d_k}² is {trials * n_max**2 * d_k**2:,}, over "
+        f"the cap of {work_cap:,}. Average fewer streams, store fewer pairs, or lower d_k."
+    )
+    r2 = None
+else:
+    r2 = run_or_error(run_capacity, **stream, n_max=n_max, trials=trials, **g2)
 if r2 is not None:
     st.plotly_chart(plots.capacity_curves(r2), key="lab_capacity_chart")
     what_this_shows(r2)

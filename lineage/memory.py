@@ -62,6 +62,11 @@ CONV_KINDS = ("deltanet", "mamba2", "gated_deltanet", "kda")  # layers with a sh
 # byte count of a realistic model well inside int64 for the plotting arrays.
 MAX_SEQ_LEN = 2**31
 
+# The largest custom model (custom_spec) accepted: far past any released one (Llama 3 405B has 126 layers and 128
+# heads; head dims reach 256), small enough that every byte count stays exact in an int64 at MAX_SEQ_LEN tokens and
+# a footprint, one entry per layer, takes a millisecond. (A billion layers would first need a billion-entry list.)
+CUSTOM_LIMITS = {"n_layers": 512, "n_heads": 512, "n_kv_heads": 512, "head_dim": 1024}
+
 KIMI_LINEAR_MLA_LAYERS = (4, 8, 12, 16, 20, 24, 27)  # 1-based, config.json "full_attn_layers"
 
 
@@ -348,6 +353,13 @@ MODELS: dict[str, ModelSpec] = {
 }
 
 
+def check_custom_sizes(n_layers: int, n_heads: int, n_kv_heads: int, head_dim: int) -> None:
+    """Each size an int in [1, ``CUSTOM_LIMITS[name]``]; a ValueError (TypeError for a non-int) names the field."""
+    sizes = {"n_layers": n_layers, "n_heads": n_heads, "n_kv_heads": n_kv_heads, "head_dim": head_dim}
+    for name, value in sizes.items():
+        positive_int(name, value, maximum=CUSTOM_LIMITS[name])
+
+
 def custom_spec(
     n_layers: int,
     n_heads: int,
@@ -368,7 +380,8 @@ def custom_spec(
     """A spec a user builds in the app, validated like every other.
 
     Args:
-        n_layers, n_heads, n_kv_heads, head_dim: ints >= 1; ``n_heads`` a multiple of ``n_kv_heads``.
+        n_layers, n_heads, n_kv_heads, head_dim: ints in [1, ``CUSTOM_LIMITS``]; ``n_heads`` a multiple of
+            ``n_kv_heads``.
         layer_kinds: one kind for every layer (a string) or one per layer; kinds from ``LAYER_KINDS``.
         dtype: one of ``DTYPE_BYTES``.
         d_model: defaults to ``n_heads * head_dim``.
@@ -377,10 +390,10 @@ def custom_spec(
         conv_kernel: short-convolution width (1 = none); 4 as in DeltaNet, Mamba-2 and KDA.
 
     Raises:
-        ValueError naming the field for zero or negative sizes, ``n_kv_heads`` > ``n_heads``, ``n_heads`` not
-        divisible by ``n_kv_heads``, an unknown layer kind or an unknown dtype.
+        ValueError naming the field for zero, negative or over-limit sizes, ``n_kv_heads`` > ``n_heads``,
+        ``n_heads`` not divisible by ``n_kv_heads``, an unknown layer kind or an unknown dtype.
     """
-    positive_int("n_layers", n_layers)
+    check_custom_sizes(n_layers, n_heads, n_kv_heads, head_dim)
     kinds = (layer_kinds,) * n_layers if isinstance(layer_kinds, str) else tuple(layer_kinds)
     return ModelSpec(
         name=name,

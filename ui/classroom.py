@@ -1,8 +1,8 @@
 """For teachers and the hosted demo: presenter mode, the guided tour, step controls, charts with export and alt text.
 
 Presenter mode (sidebar toggle, or ``?present=1`` in the URL) enlarges everything for the back of a room —
-body text 24 px, titles 40 px, chart ticks 18 px, chart titles 32 px — collapses the sidebar and hides app
-chrome. The tour walks the lineage pages in order with one-line transitions and keyboard shortcuts.
+body text 24 px, titles 48 px, chart ticks 18 px, chart titles 32 px — collapses the sidebar (its open button stays)
+and hides app chrome. The tour walks the lineage pages in order with one-line transitions and keyboard shortcuts.
 """
 
 from __future__ import annotations
@@ -11,21 +11,32 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lineage import stages
-from ui.nav import PAGES
+from ui.nav import PAGES, PageEntry
 
 PRESENT_KEY = "present"
-PRESENTER_PX = {"body": 24, "title": 40, "heading": 32, "tick": 18, "chart_title": 32, "chart_text": 20}
+# Each at least Streamlit's own size (h1 44 px, h2 36 px, body 16 px): presenter mode never shrinks anything.
+PRESENTER_PX = {"body": 24, "title": 48, "heading": 36, "tick": 18, "chart_title": 32, "chart_text": 20}
 
+# No "<" anywhere in it, comments included: the browser's HTML sanitiser drops a style element whose text looks like
+# markup, and presenter mode would silently do nothing.
 _PRESENTER_CSS = f"""
 <style>
 .stApp, .stApp p, .stApp li, .stApp label, .stApp span, .stApp td, .stApp th,
 .stApp div[data-testid="stMarkdownContainer"] {{
   font-size: {PRESENTER_PX["body"]}px !important; color: #000000;
 }}
-.stApp h1 {{ font-size: {PRESENTER_PX["title"]}px !important; }}
-.stApp h2, .stApp h3 {{ font-size: {PRESENTER_PX["heading"]}px !important; }}
+/* a heading's words sit in a span, which the rule above would shrink back to body size */
+.stApp h1, .stApp h1 span {{ font-size: {PRESENTER_PX["title"]}px !important; }}
+.stApp h2, .stApp h2 span, .stApp h3, .stApp h3 span {{ font-size: {PRESENTER_PX["heading"]}px !important; }}
 .stApp code {{ font-size: {PRESENTER_PX["body"] - 4}px !important; }}
-header[data-testid="stHeader"], footer, div[data-testid="stToolbar"], div[data-testid="stDecoration"] {{
+/* a slider's value hangs a fixed distance above its thumb: at this size it must grow upwards, not over the thumb */
+.stApp div[data-testid="stSliderThumbValue"] {{ top: auto !important; bottom: 100% !important; }}
+.stApp div[data-testid="stSlider"] label[data-testid="stWidgetLabel"] {{ margin-bottom: 16px !important; }}
+/* hide the chrome but keep the header itself: it holds the button that opens the collapsed sidebar (navigation,
+   seed, and the toggle that leaves presenter mode) */
+header[data-testid="stHeader"] {{ background: transparent !important; }}
+footer, div[data-testid="stToolbarActions"], span[data-testid="stMainMenu"], div[data-testid="stAppDeployButton"],
+div[data-testid="stDecoration"] {{
   display: none !important;
 }}
 .stApp {{ background: #ffffff; }}
@@ -135,6 +146,13 @@ def step_control(page: str, n_steps: int, *, label: str = "Step t") -> int:
     return int(slider.slider(label, 0, last, key=key, bind="query-params", **default))
 
 
+def _switch_to(entry: PageEntry) -> None:
+    """Open another page of the tour. Its query string is replaced, not cleared: st.switch_page's default clears it,
+    which Streamlit refuses (an exception, and no switch) once any widget-bound parameter is in the URL — the shared
+    seed, or this page's step. The shared seed's widget writes itself back on the next page; presenter mode is kept."""
+    st.switch_page(entry.file, query_params={PRESENT_KEY: "1"} if presenter_mode() else {})
+
+
 def tour_nav(stage_key: str) -> None:
     """Previous / next stage in lineage order, with the transition line, as links and keyboard shortcuts."""
     order = [p for p in PAGES if p.section == "The lineage"]
@@ -148,7 +166,7 @@ def tour_nav(stage_key: str) -> None:
         if prev_col.button(
             f"← Previous: {prev.title}", key="tour_prev", shortcut="Shift+P", help="Previous stage (Shift+P)"
         ):
-            st.switch_page(prev.file)
+            _switch_to(prev)
     if idx + 1 < len(order):
         nxt = order[idx + 1]
         if nxt.stage:
@@ -156,4 +174,4 @@ def tour_nav(stage_key: str) -> None:
         if next_col.button(
             f"Next: {nxt.title} →", key="tour_next", type="primary", shortcut="Shift+N", help="Next stage (Shift+N)"
         ):
-            st.switch_page(nxt.file)
+            _switch_to(nxt)

@@ -5,12 +5,39 @@ from __future__ import annotations
 import inspect
 
 import streamlit as st
+from streamlit.elements.widgets.number_input import NumberInputSerde
+from streamlit.proto.NumberInput_pb2 import NumberInput as NumberInputProto
 
-from lineage import stages
+from lineage import demo, stages
 from lineage.device import device_info
-from lineage.plots.core import MAX_FRAMES
 
 SEED_KEY = "seed"
+
+
+def _ignore_infinite_url_ints() -> None:
+    """Make ``?seed=inf`` an invalid URL value (ignored, like ``?seed=NaN``) instead of a crash.
+
+    Streamlit 1.67 parses an integer number input's URL value as a float and converts it with ``int()``; for
+    ``inf`` (or ``1e309``) that raises OverflowError, which it does not catch, so one such link breaks every page at
+    the sidebar's seed. Patched once per process, and only while the bug is there: the probe below stops raising
+    once Streamlit handles it.
+    """
+    probe = NumberInputSerde(value=0, data_type=NumberInputProto.INT, min_value=0, max_value=1)
+    try:
+        probe.deserialize(float("inf"))
+    except OverflowError:
+        original = NumberInputSerde.deserialize
+
+        def deserialize(self, ui_value):
+            try:
+                return original(self, ui_value)
+            except OverflowError:
+                return original(self, None)  # the default: the caller then drops the URL value
+
+        NumberInputSerde.deserialize = deserialize
+
+
+_ignore_infinite_url_ints()
 
 
 def seed() -> int:
@@ -73,19 +100,21 @@ def run_or_stop(fn, *args, **kwargs):
         st.stop()
 
 
-STAGE_T_CAP = MAX_FRAMES  # one animation frame per token
-HEAD_DIM_CAP = 16  # a K×V state small enough to read cell by cell
+def caps() -> demo.Caps:
+    """The live device's caps (CPU small, GPU larger): every page takes its controls' maxima from here."""
+    return demo.caps()
 
 
 def size_controls(prefix: str, *, T: int = 32, K: int = 8, V: int = 8) -> tuple[int, int, int]:
     """Sequence length and head dims of a stage page, with their caps shown beside them."""
+    cap = caps()
     a, b, c = st.columns(3)
-    T = a.slider("Sequence length T", 4, STAGE_T_CAP, T, bind="query-params", key=f"{prefix}_T")
-    a.caption(cap_note("T", STAGE_T_CAP))
-    K = b.slider("Key dim K (rows of the state)", 2, HEAD_DIM_CAP, K, bind="query-params", key=f"{prefix}_K")
-    b.caption(cap_note("K", HEAD_DIM_CAP))
-    V = c.slider("Value dim V (columns of the state)", 2, HEAD_DIM_CAP, V, bind="query-params", key=f"{prefix}_V")
-    c.caption(cap_note("V", HEAD_DIM_CAP))
+    T = a.slider("Sequence length T", 4, cap.T, T, bind="query-params", key=f"{prefix}_T")
+    a.caption(cap_note("T", cap.T))
+    K = b.slider("Key dim K (rows of the state)", 2, cap.state_dim, K, bind="query-params", key=f"{prefix}_K")
+    b.caption(cap_note("K", cap.state_dim))
+    V = c.slider("Value dim V (columns of the state)", 2, cap.state_dim, V, bind="query-params", key=f"{prefix}_V")
+    c.caption(cap_note("V", cap.state_dim))
     return T, K, V
 
 

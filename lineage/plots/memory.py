@@ -22,6 +22,7 @@ KIND_COLORS = {"cache": "#0072B2", "state": "#E69F00"}
 
 def format_bytes(n: float) -> str:
     """Decimal units, three significant figures: 36,864 -> "36.9 kB", 1.4e11 -> "140 GB"."""
+    n = float(n)  # also a Python int too large for numpy
     if not np.isfinite(n) or n < 0:
         raise ValueError(f"n must be a finite number of bytes >= 0, got {n}")
     for unit, size in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):

@@ -1,0 +1,317 @@
+"""How long a fresh server takes to draw its first chart, and how much memory it holds once every page has run.
+
+    python scripts/measure_cold_start.py            # 5 cold starts, then the memory of one server after every page
+    python scripts/measure_cold_start.py --runs 3 --json artifacts/cold-start.json
+    python scripts/measure_cold_start.py --preload  # the same, with torch & co. imported before the server answers
+
+Each run starts a new ``streamlit run app.py`` and, once ``/_stcore/health`` answers, opens the home page in a new
+context of a headless Chromium (Debian's, at /usr/bin/chromium, offline: requests to other hosts are aborted) and
+times the first Plotly chart drawn (``.js-plotly-plot .main-svg``). Each run also reports where the time went:
+
+    boot     health OK → the page's first <h1>: the frontend's JavaScript loads and the app script starts running
+             (on a fresh server the first script run imports torch, numpy, pandas, plotly and lineage);
+    script   <h1> → the chart's element: the rest of the home page, and plotly.js — a 4.7 MB chunk the frontend
+             fetches and evaluates when the first chart arrives (the element mounts once it has);
+    draw     the element → its SVG.
+
+Then one server serves every page of ``ui.nav.PAGES`` once (a deep link each, waiting for all charts; on the Live
+benchmark page it also presses "Run benchmark", as visitors will, unless --no-benchmark) and its resident memory is
+read with any child processes' (psutil when installed, else /proc/<pid>/status VmRSS), with the server's peak
+(VmHWM). Targets: first chart ≤ 5 s after health, RSS ≤ 1 GB. --preload starts the server the way PRELOAD describes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ui.nav import PAGES  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [  # as tests/e2e/conftest.py
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+TARGET_S = 5.0
+TARGET_MB = 1024.0
+STARTUP_TIMEOUT_S = 120
+PAGE_TIMEOUT_MS = 120_000
+BENCHMARK_TIMEOUT_MS = 300_000  # the Live benchmark's default budget, on a slow shared machine
+
+
+@dataclass
+class ColdStart:
+    health_s: float  # process start → /_stcore/health answers
+    first_chart_s: float  # health → first chart drawn on the home page
+    boot_s: float  # health → first <h1>
+    script_s: float  # first <h1> → first chart element
+    draw_s: float  # chart element → its SVG drawn
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+# --preload: import what the first script run would import (torch above all: about 2 of the 2.6 s) before the server
+# answers, then hand over to Streamlit's own command line — `streamlit run`, in a process that has paid for them.
+PRELOAD = (
+    "import sys, torch, numpy, pandas, plotly.graph_objects, lineage.demo, lineage.plots, ui.common, ui.classroom; "
+    "from streamlit.web import cli; sys.argv[0] = 'streamlit'; cli.main()"
+)
+
+
+class Server:
+    """``streamlit run app.py`` on a free port, as the end-to-end tests start it (``preload``: see PRELOAD)."""
+
+    def __init__(self, log_path: Path, preload: bool = False):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, *(["-c", PRELOAD] if preload else ["-m", "streamlit"]), "run", "app.py"]
+            + ["--server.headless", "true"]
+            + ["--server.port", str(self.port), "--browser.gatherUsageStats", "false"],
+            cwd=ROOT,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = self.started + STARTUP_TIMEOUT_S
+        while not healthy(self.url):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise SystemExit(f"streamlit did not come up; see {log_path}")
+            time.sleep(0.05)
+        self.healthy_at = time.monotonic()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def offline_context(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    blocked: list[str] = []
+
+    def route(r):
+        if urlparse(r.request.url).hostname in LOCAL_HOSTS:
+            r.continue_()
+        else:
+            blocked.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    return context, blocked
+
+
+def cold_start(browser, log_path: Path, preload: bool) -> ColdStart:
+    server = Server(log_path, preload)
+    try:
+        context, blocked = offline_context(browser)
+        page = context.new_page()
+        page.goto(server.url, wait_until="commit")
+        page.wait_for_selector("h1", timeout=PAGE_TIMEOUT_MS)
+        h1_at = time.monotonic()
+        page.wait_for_selector(".stPlotlyChart", state="attached", timeout=PAGE_TIMEOUT_MS)
+        element_at = time.monotonic()
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=PAGE_TIMEOUT_MS)
+        chart_at = time.monotonic()
+        context.close()
+        if blocked:
+            print(f"  warning: the page asked other hosts for {blocked}", file=sys.stderr)
+        return ColdStart(
+            health_s=server.healthy_at - server.started,
+            first_chart_s=chart_at - server.healthy_at,
+            boot_s=h1_at - server.healthy_at,
+            script_s=element_at - h1_at,
+            draw_s=chart_at - element_at,
+        )
+    finally:
+        server.stop()
+
+
+def process_tree_memory_mb(pid: int) -> tuple[float, float | None, str]:
+    """(RSS of the process and its descendants in MB, the process's own peak RSS or None, how it was read)."""
+    peak_kb = _proc_status_kb(pid).get("VmHWM")  # Linux only
+    peak_mb = peak_kb / 1024 if peak_kb else None
+    try:
+        import psutil
+    except ImportError:
+        pids = [pid, *_descendants(pid)]
+        rss_kb = sum(_proc_status_kb(p).get("VmRSS", 0) for p in pids)
+        return rss_kb / 1024, peak_mb, f"/proc VmRSS, {len(pids)} process(es)"
+    procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+    return sum(p.memory_info().rss for p in procs) / 2**20, peak_mb, f"psutil, {len(procs)} process(es)"
+
+
+def _proc_status_kb(pid: int) -> dict[str, int]:
+    out = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if value.strip().endswith("kB"):
+                out[key] = int(value.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def _descendants(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+        for child in children:
+            found += [child, *_descendants(child)]
+    return found
+
+
+def visit_every_page(browser, log_path: Path, preload: bool, run_benchmark: bool) -> dict:
+    server = Server(log_path, preload)
+    try:
+        context, blocked = offline_context(browser)
+        page = context.new_page()
+        seconds = {}
+        for entry in PAGES:
+            t0 = time.monotonic()
+            page.goto(f"{server.url}/{entry.url_path}", wait_until="commit")
+            page.wait_for_selector('[data-testid="stMain"] h1', timeout=PAGE_TIMEOUT_MS)
+            page.wait_for_selector(
+                '[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=PAGE_TIMEOUT_MS
+            )
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.stPlotlyChart')]"
+                ".every(c => c.querySelector('.js-plotly-plot svg.main-svg'))",
+                timeout=PAGE_TIMEOUT_MS,
+            )
+            seconds[entry.url_path] = round(time.monotonic() - t0, 2)
+            if entry.url_path == "live_benchmark" and run_benchmark:  # what a visitor does there: press Run
+                t0 = time.monotonic()
+                page.get_by_role("button", name="Run benchmark").click()
+                page.wait_for_function(
+                    "() => document.querySelectorAll('.stPlotlyChart .js-plotly-plot svg.main-svg').length >= 2",
+                    timeout=BENCHMARK_TIMEOUT_MS,
+                )
+                seconds["live_benchmark (Run)"] = round(time.monotonic() - t0, 2)
+        context.close()
+        rss_mb, peak_mb, how = process_tree_memory_mb(server.proc.pid)
+        return {"rss_mb": rss_mb, "peak_mb": peak_mb, "how": how, "page_seconds": seconds, "blocked": blocked}
+    finally:
+        server.stop()
+
+
+def report_memory(mem: dict) -> None:
+    for path, s in mem["page_seconds"].items():
+        print(f"  /{path:<18} {s:6.2f} s")
+    peak = f", peak {mem['peak_mb']:.0f} MB" if mem["peak_mb"] else ""
+    verdict = "ok" if mem["rss_mb"] <= TARGET_MB else "OVER"
+    print(f"server RSS {mem['rss_mb']:.0f} MB{peak} [{mem['how']}] (target ≤ {TARGET_MB:.0f} MB: {verdict})")
+    if mem["blocked"]:
+        print(f"warning: pages asked other hosts for {mem['blocked']}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="cold starts to time (default 5)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--log", type=Path, default=ROOT / "artifacts" / "cold-start-server.log")
+    parser.add_argument("--skip-memory", action="store_true", help="time the cold starts only")
+    parser.add_argument(
+        "--no-benchmark", action="store_true", help="visit the Live benchmark page without pressing Run benchmark"
+    )
+    parser.add_argument(
+        "--preload", action="store_true", help="start the server with torch & co. already imported (see PRELOAD)"
+    )
+    args = parser.parse_args(argv)
+    if not CHROMIUM.exists():
+        raise SystemExit(f"{CHROMIUM} is missing: apt-get install chromium")
+    args.log.parent.mkdir(parents=True, exist_ok=True)
+
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser.new_context().close()  # the browser's own start-up is not the app's
+        runs = []
+        how = "preloaded" if args.preload else "plain `streamlit run app.py`"
+        print(f"cold start → first chart on the home page, {args.runs} fresh servers, {how} ({os.cpu_count()} CPUs)")
+        print("  run  health  first chart  (boot  script  draw)")
+        for i in range(args.runs):
+            r = cold_start(browser, args.log, args.preload)
+            runs.append(r)
+            print(
+                f"  {i + 1:>3}  {r.health_s:5.2f}s  {r.first_chart_s:9.2f}s   "
+                f"({r.boot_s:4.2f}  {r.script_s:5.2f}  {r.draw_s:4.2f})"
+            )
+        median = statistics.median(r.first_chart_s for r in runs)
+        verdict = "ok" if median <= TARGET_S else "OVER"
+        print(f"median first chart {median:.2f} s after health (target ≤ {TARGET_S:.0f} s: {verdict})")
+        for phase in ("boot_s", "script_s", "draw_s"):
+            print(f"  median {phase[:-2]:<6} {statistics.median(getattr(r, phase) for r in runs):.2f} s")
+
+        mem = None
+        if not args.skip_memory:
+            print("memory after every page, one server:")
+            mem = visit_every_page(browser, args.log, args.preload, not args.no_benchmark)
+        browser.close()
+    if mem is not None:
+        report_memory(mem)
+
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(
+            json.dumps(
+                {
+                    "cpus": os.cpu_count(),
+                    "preload": args.preload,
+                    "runs": [asdict(r) for r in runs],
+                    "median_first_chart_s": median,
+                    "memory": mem,
+                },
+                indent=2,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
