@@ -156,20 +156,14 @@ def is_mutable_value(node: ast.AST) -> bool:
     return False
 
 
-def module_level_names(tree: ast.Module) -> tuple[set[str], set[str]]:
-    """(every name a module binds at top level, those bound to a mutable container)."""
-    names, mutable = set(), set()
+def module_level_mutables(tree: ast.Module) -> set[str]:
+    """The names a module binds at top level to a mutable container (list, dict, set, …)."""
+    mutable = set()
     for stmt in tree.body:
-        targets = (
-            stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
-        )
-        for target in targets:
-            for node in ast.walk(target):
-                if isinstance(node, ast.Name):
-                    names.add(node.id)
-                    if stmt.value is not None and is_mutable_value(stmt.value):
-                        mutable.add(node.id)
-    return names, mutable
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None and is_mutable_value(stmt.value):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            mutable |= {node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)}
+    return mutable
 
 
 def imported_modules(tree: ast.Module) -> dict[str, types.ModuleType]:
@@ -228,7 +222,7 @@ def shared_writes(path: Path, *, shared: bool) -> list[str]:
     """Writes into state every session shares: ``global`` rebinding and writes into module-level containers in the
     functions of a ``shared`` module, and (in any file) writes into an imported module or an imported container."""
     tree = parse(path)
-    names, mutable = module_level_names(tree)
+    mutable = module_level_mutables(tree)
     modules = imported_modules(tree)
     foreign = imported_mutables(tree)
     found = []
@@ -239,7 +233,7 @@ def shared_writes(path: Path, *, shared: bool) -> list[str]:
         local = locally_bound(func) if func is not None else set()
         for node in nodes:
             where = f"{rel(path)}:{getattr(node, 'lineno', '?')}"
-            if isinstance(node, ast.Global) and shared:
+            if isinstance(node, ast.Global) and shared and func is not None:
                 found.append(f"{where} rebinds module globals {node.names} in {func.name}()")
             base = written_base(node)
             if base is None:
@@ -269,29 +263,34 @@ def test_no_state_shared_between_sessions_is_written():
 
 
 def test_the_state_scan_catches_shared_writes(tmp_path):
+    source = """
+import os
+import streamlit as st
+from lineage import memory
+from lineage.memory import MODELS
+SEEN = []
+COUNT = 0
+def remember(x):
+    SEEN.append(x)  # bad: a module-level list, written by a function
+def bump():
+    global COUNT  # bad: a module global rebound
+    COUNT += 1
+def patch():
+    memory.MODELS["mine"] = None  # bad: another module's dict
+    MODELS.pop("gpt2")  # bad: the same dict, imported by name
+    memory.MAX_SEQ_LEN = 1  # bad: another module's constant
+    os.environ.update(X="1")  # bad: the process's environment
+def fine(seen):
+    SEEN = []
+    SEEN.append(seen)  # a local of the same name
+    st.session_state.x = 1  # per session
+    st.query_params["present"] = "1"  # per session
+"""
     bad = tmp_path / "helper.py"
-    bad.write_text(
-        "from lineage import memory\n"
-        "from lineage.memory import MODELS\n"
-        "SEEN = []\n"
-        "COUNT = 0\n"
-        "def remember(x):\n"
-        "    SEEN.append(x)\n"  # a module-level list, written by a function
-        "def bump():\n"
-        "    global COUNT\n"  # a module global rebound
-        "    COUNT += 1\n"
-        "def patch():\n"
-        "    memory.MODELS['mine'] = None\n"  # another module's dict
-        "    MODELS.pop('gpt2')\n"  # the same dict, imported by name
-        "    memory.MAX_SEQ_LEN = 1\n"  # another module's constant
-        "def fine(seen):\n"
-        "    SEEN = []\n"  # a local of the same name
-        "    SEEN.append(seen)\n"
-        "    st.session_state.x = 1\n"
-    )
+    bad.write_text(source)
     found = shared_writes(bad, shared=True)
-    assert len(found) == 5, found
-    assert not any(":16 " in f or ":17 " in f or ":18 " in f for f in found), found
+    expected = [i for i, line in enumerate(source.splitlines(), start=1) if "# bad" in line]
+    assert sorted(int(f.split(":")[1].split()[0]) for f in found) == expected, found
 
 
 # ---- torch's global generator: shared by every session's thread ----------------------------------------------------
