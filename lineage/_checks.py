@@ -11,8 +11,15 @@ import torch
 MODES_ALL = ("recurrent", "chunk", "parallel")
 
 
-def tensor(name: str, x, *, rank: int | tuple[int, ...] | None = None) -> torch.Tensor:
-    """Check that ``x`` is a floating-point tensor of the given rank(s) with no NaN."""
+def _has_nan(x: torch.Tensor) -> bool:
+    """True if ``x`` holds a NaN. One reduction on the common path: a sum is NaN if any element is NaN (it can
+    also be NaN from inf − inf, or overflow), and only then is the exact elementwise test run."""
+    return bool(torch.isnan(x.sum())) and bool(torch.isnan(x).any())
+
+
+def tensor(name: str, x, *, rank: int | tuple[int, ...] | None = None, nan: bool = True) -> torch.Tensor:
+    """Check that ``x`` is a floating-point tensor of the given rank(s) with no NaN (``nan=False`` skips that
+    scan, for callers that find NaN as a side effect of their own range check)."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
@@ -22,7 +29,7 @@ def tensor(name: str, x, *, rank: int | tuple[int, ...] | None = None) -> torch.
         if x.dim() not in ranks:
             want = " or ".join(str(r) for r in ranks)
             raise ValueError(f"{name} must have rank {want}, got shape {tuple(x.shape)} (rank {x.dim()})")
-    if torch.isnan(x).any():
+    if nan and _has_nan(x):
         raise ValueError(f"{name} contains NaN; every input must be a number")
     return x
 
@@ -46,15 +53,18 @@ def log_gate(g, B: int, H: int, T: int, K: int, *, per_channel: bool | None) -> 
 
     ``per_channel`` None accepts either shape; True/False demands one. -inf is allowed (alpha = 0, a wipe).
     """
-    tensor("g", g, rank=(3, 4))
+    tensor("g", g, rank=(3, 4), nan=False)
     scalar_shape, channel_shape = (B, H, T), (B, H, T, K)
     allowed = {None: (scalar_shape, channel_shape), False: (scalar_shape,), True: (channel_shape,)}[per_channel]
     if tuple(g.shape) not in allowed:
         want = " or ".join(f"[B, H, T{', K' if len(s) == 4 else ''}] = {s}" for s in allowed)
         raise ValueError(f"g (log-space gate) must have shape {want}, got {tuple(g.shape)}")
-    if (g > 0).any():
+    top = g.max().item() if g.numel() else 0.0  # max propagates NaN: one reduction checks both the sign and NaN
+    if top != top:
+        raise ValueError("g contains NaN; every input must be a number")
+    if top > 0:
         raise ValueError(
-            f"g is a log-space gate (alpha = exp(g)) and must be <= 0, got a maximum of {g.max().item():.4g}; "
+            f"g is a log-space gate (alpha = exp(g)) and must be <= 0, got a maximum of {top:.4g}; "
             "pass log(alpha), e.g. -softplus(x), not alpha itself"
         )
     return g
@@ -62,13 +72,15 @@ def log_gate(g, B: int, H: int, T: int, K: int, *, per_channel: bool | None) -> 
 
 def beta(b, B: int, H: int, T: int) -> torch.Tensor:
     """Check a write strength beta of shape [B, H, T] with values in [0, 1]."""
-    tensor("beta", b, rank=3)
+    tensor("beta", b, rank=3, nan=False)
     if tuple(b.shape) != (B, H, T):
         raise ValueError(f"beta must have shape [B, H, T] = {(B, H, T)}, got {tuple(b.shape)}")
-    if (b < 0).any() or (b > 1).any():
+    lo, hi = (m.item() for m in torch.aminmax(b)) if b.numel() else (0.0, 0.0)  # both NaN if b holds a NaN
+    if lo != lo:
+        raise ValueError("beta contains NaN; every input must be a number")
+    if lo < 0 or hi > 1:
         raise ValueError(
-            f"beta must lie in [0, 1], got values in [{b.min().item():.4g}, {b.max().item():.4g}]; "
-            "use sigmoid(x) to map a raw score into range"
+            f"beta must lie in [0, 1], got values in [{lo:.4g}, {hi:.4g}]; use sigmoid(x) to map a raw score into range"
         )
     return b
 

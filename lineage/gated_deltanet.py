@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import torch
 
-from lineage import _checks as checks
 from lineage.recurrence import run_memory
 
 
@@ -42,8 +41,6 @@ def gated_deltanet(
     Returns:
         o: [B, H, T, V]; S_T: [B, H, K, V] or None
     """
-    checks.qkv(q, k, v)
-    checks.log_gate(g, *q.shape, per_channel=False)
     return run_memory(
         q,
         k,
@@ -56,4 +53,5 @@ def gated_deltanet(
         output_final_state=output_final_state,
         mode=mode,
         chunk_size=chunk_size,
+        per_channel=False,
     )

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import torch
 
-from lineage import _checks as checks
 from lineage.recurrence import run_memory
 
 
@@ -39,8 +38,6 @@ def gla(
     Returns:
         o: [B, H, T, V]; S_T: [B, H, K, V] or None
     """
-    checks.qkv(q, k, v)
-    checks.log_gate(g, *q.shape, per_channel=True)
     return run_memory(
         q,
         k,
@@ -53,4 +50,5 @@ def gla(
         output_final_state=output_final_state,
         mode=mode,
         chunk_size=chunk_size,
+        per_channel=True,
     )

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import torch
 
-from lineage import _checks as checks
 from lineage.recurrence import run_memory
 
 
@@ -45,8 +44,6 @@ def kda(
     Returns:
         o: [B, H, T, V]; S_T: [B, H, K, V] or None
     """
-    checks.qkv(q, k, v)
-    checks.log_gate(g, *q.shape, per_channel=True)
     return run_memory(
         q,
         k,
@@ -59,4 +56,5 @@ def kda(
         output_final_state=output_final_state,
         mode=mode,
         chunk_size=chunk_size,
+        per_channel=True,
     )

@@ -29,6 +29,7 @@ presets over these functions; each lives in its own module with its paper and it
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -45,7 +46,7 @@ Rule = Literal["additive", "delta"]
 # -inf would make G_i - G_j = -inf - (-inf) = NaN inside a chunk. The recurrent and parallel forms take -inf as is.
 GATE_FLOOR = 200.0
 
-# Sub-chunk length for per-channel gates (see _decayed_products): short enough that the C×c×K decay tensor of
+# Sub-chunk length for per-channel gates (see _exact_products): short enough that the C×c×K decay tensor of
 # the diagonal blocks stays small, long enough that the off-diagonal blocks are real matrix products.
 SUBCHUNK = 16
 
@@ -73,7 +74,7 @@ def _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel=None):
     if rule not in ("additive", "delta"):
         raise ValueError(f"rule must be 'additive' or 'delta', got {rule!r}")
     B, H, T, K, V = checks.qkv(q, k, v)
-    if g is not None:
+    if g is not None or per_channel is not None:  # a gated op must be given its gate
         checks.log_gate(g, B, H, T, K, per_channel=per_channel)
     if rule == "delta":
         if beta is None:
@@ -114,6 +115,7 @@ def recurrent_memory(
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
     trace: bool = False,
+    per_channel: bool | None = None,
 ):
     """Reference recurrence: a plain loop over time with one vectorised update per step.
 
@@ -125,11 +127,12 @@ def recurrent_memory(
         initial_state: [B, H, K, V] or None (zeros)
         output_final_state: also return S_T
         trace: also return a :class:`MemoryTrace` (third element)
+        per_channel: demand a per-channel gate (True) or a scalar one (False); None accepts either
 
     Returns:
         o: [B, H, T, V] in v's dtype; S_T: [B, H, K, V] in the compute dtype, or None; (trace)
     """
-    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state)
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel)
     out_dtype = v.dtype
     q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
     if S is None:
@@ -141,8 +144,9 @@ def recurrent_memory(
         q_t, k_t, v_t = q[:, :, t], k[:, :, t], v[:, :, t]  # (B, H, K), (B, H, K), (B, H, V)
         # S' = Diag(α_t) S_{t-1}
         S = alpha[:, :, t, :, None] * S
-        # S'ᵀ k_t: what the memory returns for k_t right now
-        read_t = torch.einsum("bhkv,bhk->bhv", S, k_t)
+        # S'ᵀ k_t: what the memory returns for k_t right now (the delta rule needs it; an additive write only
+        # records it for the trace)
+        read_t = torch.einsum("bhkv,bhk->bhv", S, k_t) if rule == "delta" or rec is not None else None
         # u_t = v_t (additive) or β_t (v_t − S'ᵀ k_t) (delta: write only the correction)
         u_t = v_t if rule == "additive" else beta[:, :, t, None] * (v_t - read_t)
         # S_t = S' + k_t u_tᵀ
@@ -228,60 +232,102 @@ def _exact_products(q, k, G):
     return assemble(q, diag_P), assemble(k, diag_M)
 
 
-def _chunk_products(q, k, G):
+def _chunk_products(q, k, G, scale, *, with_m=True, q_exp=None, k_exp=None, k_inv=None, hard=None):
     """The two decayed products of a chunk, on its lower triangle (zero above):
 
-        P_ij = Σ_c q_ic k_jc exp(G_ic − G_jc)   i ≥ j   (the read mask includes the diagonal)
-        M_ij = Σ_c k_ic k_jc exp(G_ic − G_jc)   i > j   (the WY mask excludes it)
+        P_ij = scale · Σ_c q_ic k_jc exp(G_ic − G_jc)   i ≥ j   (the read mask includes the diagonal)
+        M_ij =         Σ_c k_ic k_jc exp(G_ic − G_jc)   i > j   (the WY mask excludes it)
 
-    Args: q, k [..., C, K]; G [..., C, 1] (scalar gate) or [..., C, K] (per channel), the inclusive
-    within-chunk cumulative log-decay. Returns (P, M), each [..., C, C].
+    Args: q, k [Z, C, K] for Z chunks; G [Z, C, 1] (scalar gate), [Z, C, K] (per channel) or None (no gate),
+    the inclusive within-chunk cumulative log-decay. Returns (P, M), each [Z, C, C]; M is None if ``with_m``
+    is False (additive writes need no WY correction). The caller may pass what it has already computed:
+    q ⊙ exp G, k ⊙ exp G, and k ⊙ exp(−G) with the mask of hard chunks from :func:`_decay_factors`. The read
+    scale rides on the matrix product (its alpha), costing no extra pass.
 
-    A scalar gate factors out of the channel sum: P = (q kᵀ) ⊙ exp(G_i − G_j), formed as a difference on
-    the masked lower triangle (never exp(G_i)·exp(−G_j), which overflows at strong decay). A per-channel gate
-    does not factor out; where a chunk's decay span is moderate, exp(G) and exp(−G) are both representable
-    and P = (q ⊙ exp G)(k ⊙ exp(−G))ᵀ is one matrix product, as cheap as the scalar case. Chunks that decay
-    harder take the exact sub-chunk route of :func:`_exact_products`.
+    Where a chunk's decay span is moderate, exp(G) and exp(−G) are both representable and the decay factors
+    out of the channel sum: P = (q ⊙ exp G)(k ⊙ exp(−G))ᵀ is one matrix product, for a scalar gate and a
+    per-channel gate alike. Chunks that decay harder are recomputed exactly: a scalar gate as
+    (q kᵀ) ⊙ exp(G_i − G_j), the difference taken on the masked lower triangle so nothing overflows; a
+    per-channel gate by the sub-chunk route of :func:`_exact_products`.
     """
     C = q.shape[-2]
-    incl, strict = _lower(C, q.device), _lower(C, q.device, diagonal=-1)
-    if G.shape[-1] == 1:
-        decay = torch.exp((G - G.transpose(-2, -1)).masked_fill(~incl, float("-inf")))  # (..., C, C)
-        return (q @ k.transpose(-2, -1)) * decay, (k @ k.transpose(-2, -1)) * decay.masked_fill(~strict, 0.0)
+    above, on_or_above = ~_lower(C, q.device), ~_lower(C, q.device, diagonal=-1)
+    none = q.new_zeros(())  # baddbmm's input, ignored with beta = 0
+    if G is None:  # no gate: the causal mask is the only decay
+        kt = k.transpose(-2, -1)
+        P = torch.baddbmm(none, q, kt, beta=0, alpha=scale).masked_fill_(above, 0.0)
+        return P, ((k @ kt).masked_fill_(on_or_above, 0.0) if with_m else None)
 
-    span = -G[..., -1, :].amin(dim=-1)  # (...): the strongest channel's total decay over the chunk
-    k_inv = k * torch.exp(-G.clamp(min=-_factor_bound(G.dtype)))  # clamped only where the exact route takes over
-    P = (q * torch.exp(G)) @ k_inv.transpose(-2, -1)
-    M = (k * torch.exp(G)) @ k_inv.transpose(-2, -1)
-    P, M = P.masked_fill(~incl, 0.0), M.masked_fill(~strict, 0.0)
-    hard = span > _factor_bound(G.dtype)
+    if q_exp is None or k_exp is None or k_inv is None or hard is None:
+        eG = torch.exp(G)
+        q_exp, k_exp = q * eG, k * eG
+        k_inv, hard = _decay_factors(k, G)
+    k_inv_t = k_inv.transpose(-2, -1)
+    P = torch.baddbmm(none, q_exp, k_inv_t, beta=0, alpha=scale).masked_fill_(above, 0.0)
+    M = (k_exp @ k_inv_t).masked_fill_(on_or_above, 0.0) if with_m else None
     if hard.any():
-        P[hard], M[hard] = _exact_products(q[hard], k[hard], G[hard])
+        qh, kh, Gh = scale * q[hard], k[hard], G[hard]
+        if G.shape[-1] == 1:
+            decay = torch.exp((Gh - Gh.transpose(-2, -1)).masked_fill_(above, float("-inf")))
+            exact_P, exact_M = (qh @ kh.transpose(-2, -1)) * decay, (kh @ kh.transpose(-2, -1)) * decay
+            exact_M.diagonal(dim1=-2, dim2=-1).zero_()
+        else:
+            exact_P, exact_M = _exact_products(qh, kh, Gh)
+        P[hard] = exact_P
+        if with_m:
+            M[hard] = exact_M
     return P, M
 
 
-def _intra_chunk(q, k, v, G, beta, rule, scale):
-    """Everything inside chunks that does not depend on the incoming state, for all chunks at once.
+def _decay_factors(k, G):
+    """k ⊙ exp(−G) for the factorised products, and which chunks are too hard for it.
 
-    Shapes: q, k [..., C, K]; v [..., C, V]; G [..., C, 1|K] (inclusive cumsum of g inside the chunk);
-    beta [..., C] or None. Returns q_dec = scale·q ⊙ exp G, P (read mask incl. diagonal), W, U and
-    k_dec = k ⊙ exp(G_last − G).
+    A chunk is hard when its strongest channel decays by more than :func:`_factor_bound` over the chunk: there
+    exp(−G) would overflow, so it is clamped here and every product that used it is recomputed exactly.
+    Returns (k_inv [Z, C, K], hard [Z] bool).
     """
-    q = scale * q
-    P, M = _chunk_products(q, k, G)
+    bound = _factor_bound(G.dtype)
+    hard = -G[..., -1, :].amin(dim=-1) > bound  # (Z,): the strongest channel's decay over each chunk
+    # exp(−G) rather than 1 / exp(G): the same where it matters, and its derivative stays finite where clamped
+    return k * torch.exp(-G.clamp(min=-bound)), hard
+
+
+def _intra_chunk(q, k, v, G, beta, rule, scale):
+    """Everything inside chunks that does not depend on the incoming state, for all Z chunks at once.
+
+    Shapes: q, k [Z, C, K]; v [Z, C, V]; G [Z, C, 1|K] (inclusive cumsum of g inside the chunk) or None (no
+    gate); beta [Z, C] or None. Returns
+        q_dec = q ⊙ exp G (unscaled),
+        P, the scaled read products (mask incl. diagonal),
+        the values to write: V (additive) or [U | W] = A [V | K ⊙ exp G] in one tensor (delta),
+        k_dec = k ⊙ exp(G_last − G), each key's decay to the chunk end.
+    """
+    with_m = rule == "delta"
+    if G is None:  # no gate: nothing decays, nothing to exponentiate
+        q_dec, k_exp, k_dec = q, k, k
+        P, M = _chunk_products(q, k, None, scale, with_m=with_m)
+    else:  # the exponentials are shared by P, M and k_dec
+        eG = torch.exp(G)
+        q_dec, k_exp = q * eG, k * eG  # how each query and key sees the chunk's incoming state
+        k_inv, hard = _decay_factors(k, G)
+        P, M = _chunk_products(q, k, G, scale, with_m=with_m, q_exp=q_dec, k_exp=k_exp, k_inv=k_inv, hard=hard)
+        k_dec = k_inv * eG[..., -1:, :]  # exp(G_last)·exp(−G): one product instead of another exponential
+        if hard.any():  # … except where exp(−G) was clamped
+            k_dec[hard] = k[hard] * torch.exp(G[hard][..., -1:, :] - G[hard])
     if rule == "additive":
-        U, W = v, None
-    else:
-        # WY / UT representation: A = (I + StrictTril(diag(β) M))⁻¹ diag(β)
-        M = beta[..., :, None] * M
-        eye = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
-        k_exp = k * torch.exp(G)  # K ⊙ exp G: how each key sees the chunk's incoming state
-        rhs = beta[..., None] * torch.cat([v, k_exp], dim=-1)  # diag(β) [V, K ⊙ exp G]
-        sol = torch.linalg.solve_triangular(eye + M, rhs, upper=False, unitriangular=True)
-        U, W = sol[..., : v.shape[-1]], sol[..., v.shape[-1] :]  # U = A V, W = A (K ⊙ exp G)
-    q_dec = q * torch.exp(G)
-    k_dec = k * torch.exp(G[..., -1:, :] - G)  # K ⊙ exp(G_last − G): each key's decay to the chunk end
-    return q_dec, P, W, U, k_dec
+        return q_dec, P, v, k_dec
+    # WY / UT representation: A = (I + StrictTril(diag(β) M))⁻¹ diag(β). W = A (K ⊙ exp G) carries the incoming
+    # state's part of each corrected value. Both right-hand sides go through one triangular solve.
+    b = beta[..., None]
+    rhs = torch.cat([(v * b).mT, (k_exp * b).mT], dim=-2).mT  # diag(β) [V | K ⊙ exp G], column-major for LAPACK
+    # I + StrictTril(diag(β) M): the solve takes the unit diagonal as given and reads only the strict triangle
+    values = torch.linalg.solve_triangular(M * b, rhs, upper=False, unitriangular=True)  # [U | W]
+    return q_dec, P, values, k_dec
+
+
+def _chunk_major(x: torch.Tensor, BH: int, N: int) -> torch.Tensor:
+    """View [B·H·N, ...] (batch-major chunks) as [N, B·H, ...] (chunk-major), without copying."""
+    return x.reshape(BH, N, *x.shape[1:]).transpose(0, 1)
 
 
 def chunk_memory(
@@ -296,6 +342,7 @@ def chunk_memory(
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
     chunk_size: int = 64,
+    per_channel: bool | None = None,
 ):
     """Chunkwise-parallel form: matrix products inside chunks of C steps, a state hand-off between chunks.
 
@@ -313,41 +360,58 @@ def chunk_memory(
     Args and returns are those of :func:`recurrent_memory` (without ``trace``), plus ``chunk_size`` ≥ 1.
     T need not be a multiple of ``chunk_size``: the tail is padded with steps that neither decay nor write.
     """
-    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state)
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel)
     C = checks.chunk_size(chunk_size)
-    out_dtype = v.dtype
+    out_dtype, gated = v.dtype, g is not None
     q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
     C = min(C, T)
     N = -(-T // C)
+    BH, Z = B * H, B * H * N
     pad = N * C - T
     if pad:  # padded steps: k = 0 and β = 0 write nothing, g = 0 decays nothing
         q, k, v, g = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (q, k, v, g))
         beta = None if beta is None else torch.nn.functional.pad(beta, (0, pad))
-    # 1. split into chunks                                                      # (B, H, N, C, ·)
-    q, k, v, g = (x.reshape(B, H, N, C, x.shape[-1]) for x in (q, k, v, g))
-    beta = None if beta is None else beta.reshape(B, H, N, C)
+    # 1. split into Z = B·H·N chunks                                             # (Z, C, ·)
+    q, k, v = (x.reshape(Z, C, x.shape[-1]) for x in (q, k, v))
+    beta = None if beta is None else beta.reshape(Z, C)
     # 2. cumulative log-decay, restarted in every chunk (never across chunks: keeps G small and finite);
     #    a wipe (−inf) is clamped to −GATE_FLOOR so that differences G_i − G_j never meet −inf − (−inf)
-    G = torch.cumsum(g.clamp(min=-GATE_FLOOR), dim=-2)
+    G = torch.cumsum(g.clamp(min=-GATE_FLOOR).reshape(Z, C, g.shape[-1]), dim=-2) if gated else None
     # 3. intra-chunk work for all chunks at once
-    q_dec, P, W, U, k_dec = _intra_chunk(q, k, v, G, beta, rule, scale)
-    chunk_decay = torch.exp(G[..., -1, :])[..., None]  # (B, H, N, 1|K, 1): α accumulated over each whole chunk
+    q_dec, P, values, k_dec = _intra_chunk(q, k, v, G, beta, rule, scale)
     # 4. fold what does not need the incoming state S_n into per-chunk matrices, batched over chunks:
-    #    O_n = (Q ⊙ exp G − P W) S_n + P U      S_{n+1} = Diag(exp G_last) S_n − (K_decᵀ W) S_n + K_decᵀ U
-    k_dec_t = k_dec.transpose(-2, -1)  # (B, H, N, K, C)
-    o_intra = P @ U  # (B, H, N, C, V)
-    state_in = k_dec_t @ U  # (B, H, N, K, V)
-    state_mix = None if W is None else k_dec_t @ W  # (B, H, N, K, K)
-    q_state = q_dec if W is None else q_dec - P @ W  # (B, H, N, C, K)
-    # 5. the sequential hand-off between chunks: one K×K by K×V product per chunk
-    if S is None:
-        S = q.new_zeros(B, H, K, V)
-    starts = q.new_empty(B, H, N, K, V)
-    for n in range(N):
-        starts[:, :, n] = S
-        S = chunk_decay[:, :, n] * S + state_in[:, :, n] - (0 if state_mix is None else state_mix[:, :, n] @ S)
-    o = q_state @ starts + o_intra
-    o = o.reshape(B, H, N * C, V)[:, :, :T]
+    #    O_n = (scale·Q ⊙ exp G − P W) S_n + P U      S_{n+1} = (Diag(exp G_last) − K_decᵀ W) S_n + K_decᵀ U
+    #    (additive: W = 0)
+    k_dec_t = k_dec.transpose(-2, -1)  # (Z, K, C)
+    chunk_decay = torch.exp(G[:, -1, :]) if gated else None  # (Z, 1|K): α accumulated over each whole chunk
+    # the hand-off between chunks runs chunk-major, (N, BH, ·): chunk n of every head is one slice
+    chunk_major = functools.partial(_chunk_major, BH=BH, N=N)
+    if rule == "additive":
+        U, q_state, out_scale, mix = values, q_dec, scale, None
+        state_in = chunk_major(k_dec_t @ U)  # (N, BH, K, V)
+    else:
+        U, W = values[..., :V], values[..., V:]
+        q_state, out_scale = torch.baddbmm(q_dec, P, W, beta=scale, alpha=-1), 1.0  # scale·Q ⊙ exp G − P W
+        KUW = k_dec_t @ values  # (Z, K, V + K): [K_decᵀ U | K_decᵀ W] in one product
+        state_in, mix = chunk_major(KUW[..., :V]), chunk_major(KUW[..., V:]).neg()  # −K_decᵀ W
+        mix.diagonal(dim1=-2, dim2=-1).add_(1.0 if chunk_decay is None else chunk_major(chunk_decay))
+    o_intra = P @ U  # (Z, C, V)
+    # 5. the sequential hand-off, S_{n+1} = mix_n S_n + state_in_n: one product per chunk (plain out-of-place ops,
+    #    so autograd can differentiate through it)
+    S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
+    if mix is None and chunk_decay is None:  # linear attention: the state is a running sum
+        after = S + torch.cumsum(state_in, dim=0)
+        starts = torch.cat([S[None], after[:-1]])
+    else:
+        states = [S]
+        decay = None if mix is not None else chunk_major(chunk_decay)[..., None]  # (N, BH, 1|K, 1)
+        for n in range(N):  # delta rule: a K×K by K×V product; gated additive: a multiply-add
+            S = torch.baddbmm(state_in[n], mix[n], S) if mix is not None else torch.addcmul(state_in[n], decay[n], S)
+            states.append(S)
+        starts, after = torch.stack(states[:-1]), states[-1][None]
+    S = after[-1].reshape(B, H, K, V)
+    o = torch.baddbmm(o_intra, q_state, starts.transpose(0, 1).reshape(Z, K, V), alpha=out_scale)
+    o = o.view(B, H, N * C, V)[:, :, :T]
     return o.to(out_dtype), (S if output_final_state else None)
 
 
@@ -362,6 +426,7 @@ def parallel_memory(
     scale: float | None = None,
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
+    per_channel: bool | None = None,
 ):
     """The T×T form: the whole sequence as one chunk, decays from exact segment sums.
 
@@ -371,7 +436,7 @@ def parallel_memory(
 
     Memory is O(T²) (O(T²K) with per-channel gates): this form is for teaching and checking, at modest T.
     """
-    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state)
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel)
     out_dtype = v.dtype
     q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
     if S is None:

@@ -159,6 +159,73 @@ def test_weak_channel_decay_takes_only_the_fast_path(stage, monkeypatch):
     assert_close(S, S_ref, what="chunk final state")
 
 
+def counting_hard_chunks(monkeypatch) -> list[int]:
+    """Wrap _decay_factors to record how many chunks it marks too hard for the factorised products."""
+    counts: list[int] = []
+    factors = recurrence._decay_factors
+
+    def counted(k, G):
+        k_inv, hard = factors(k, G)
+        counts.append(int(hard.sum()))
+        return k_inv, hard
+
+    monkeypatch.setattr(recurrence, "_decay_factors", counted)
+    return counts
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=DTYPE_NAME.get)
+@pytest.mark.parametrize("stage", ["mamba2", "gated_deltanet"])
+def test_mixed_scalar_decay_takes_both_paths_and_equals_recurrence(stage, dtype, monkeypatch):
+    # A scalar gate of −30 per step in the first half (a chunk spans e^−1920: exp(−G) overflows in any dtype),
+    # −0.01 in the second: the hard chunks are recomputed from differences, the others stay factorised.
+    rule, gate = STAGE_CELL[stage]
+    B, H, T, C = 1, 2, 256, 64
+    x = make_inputs(B, H, T, 16, 16, rule=rule, gate=gate, dtype=dtype)
+    g = torch.full((B, H, T), -0.01, dtype=dtype)
+    g[:, :, : T // 2] = -30.0
+    x["g"] = g
+    counts = counting_hard_chunks(monkeypatch)
+    o, S = run(x, rule=rule, mode="chunk", chunk_size=C)
+    chunks = B * H * (T // C)
+    assert counts == [chunks // 2], f"hard chunks per call: {counts}, of {chunks}"
+    o_ref, S_ref = run(x, rule=rule, mode="recurrent")
+    assert torch.isfinite(o).all()
+    assert_close(o, o_ref, what="chunk output")
+    assert_close(S, S_ref, what="chunk final state")
+
+
+GRAD_CASES = [
+    pytest.param(rule, gate, strong, id=f"{rule}-{gate}{'-strong' if strong else ''}")
+    for (rule, gate), strong in itertools.product(CELLS, (False, True))
+    if gate != "none" or not strong
+]
+
+
+@pytest.mark.parametrize("rule, gate, strong", GRAD_CASES)
+def test_chunk_gradients_equal_the_recurrence_gradients(rule, gate, strong, monkeypatch):
+    # The layers are nn.Modules meant to be trained: autograd through the chunked form (its in-place masks,
+    # the triangular solve, the hand-off between chunks) must give the reference's gradients for every input.
+    B, H, T, K, V = 1, 2, 29, 8, 6
+    x = make_inputs(B, H, T, K, V, rule=rule, gate=gate)
+    hard = counting_hard_chunks(monkeypatch)
+    if strong:  # −80 per step over the first 15 steps: chunks 0 and 1 span e^−640 and e^−560, hard even in fp64
+        first = (torch.arange(T) < 15).to(torch.float64).view(1, 1, T, *([1] * (x["g"].dim() - 3)))
+        x["g"] = x["g"] - 80.0 * first
+    leaves = {name: t.clone().requires_grad_(True) for name, t in x.items() if t is not None}
+    gen = torch.Generator().manual_seed(1)
+    w_o = torch.randn(B, H, T, V, generator=gen, dtype=torch.float64)
+    w_S = torch.randn(B, H, K, V, generator=gen, dtype=torch.float64)
+    grads = {}
+    for mode in ("recurrent", "chunk"):
+        o, S = run({**x, **leaves}, rule=rule, mode=mode, chunk_size=8)
+        loss = (o * w_o).sum() + (S * w_S).sum()
+        grads[mode] = dict(zip(leaves, torch.autograd.grad(loss, list(leaves.values())), strict=True))
+    assert sum(hard) == (2 * B * H if strong else 0), f"hard chunks: {hard}"
+    for name in leaves:
+        assert torch.isfinite(grads["chunk"][name]).all(), f"d/d{name} is not finite"
+        assert_close(grads["chunk"][name], grads["recurrent"][name], what=f"d loss / d {name}")
+
+
 WIPE_CASES = [
     pytest.param(stage, mode, dtype, id=f"{stage}-{mode}-{DTYPE_NAME[dtype]}")
     for stage, mode, dtype in itertools.product(GATED_STAGES, MODES, (torch.float32, torch.float64))
