@@ -1,4 +1,5 @@
-"""Home: the lineage at a glance — its table, the write-rule × gate grid, the 22,580× headline, memory vs length."""
+"""Home: the lineage at a glance — memory vs length first (the lineage's story in one chart, and the first thing a
+visitor sees drawn), then its table, the write-rule × gate grid and the 22,580× headline."""
 
 from __future__ import annotations
 
@@ -18,6 +19,30 @@ model keeps about the text so far, how it updates it, what it lets fade, and how
 below fixed one problem of the stage before and paid for it with a new one. Every stage page runs the real
 mechanism live, on this machine, and animates it token by token.
 """
+)
+
+st.subheader("Memory against context length, every stage")
+compare = stages.COMPARE_LAYER
+seq_lens = np.array([2**i for i in range(21)])  # 1 token to 1,048,576 (Kimi Linear's context)
+# Stages whose layers hold exactly the same bytes share one line (GPT-2 and the KV cache keep the same keys and
+# values; the delta/gated stages the same state and convolution), so no line hides another.
+series: dict[tuple, list[str]] = {}
+for s in stages.STAGES:
+    series.setdefault(tuple(stages.memory_per_layer(s.key, seq_lens)), []).append(s.title)
+chart(
+    plots.cache_vs_length(
+        seq_lens,
+        {" · ".join(titles): np.array(curve) for curve, titles in series.items()},
+        title="Bytes one layer holds while decoding (log-log)",
+    ),
+    key="home_memory",
+    alt="Bytes held per layer against context length: growing lines for the softmax stages, flat for the others.",
+)
+st.caption(
+    f"One layer {compare['n_heads']} heads × {compare['head_dim']} wide (GPT-2's attention width), bf16. Softmax "
+    "stages hold a KV cache that grows by one key and one value per token; the linear-memory stages hold a fixed "
+    "state (plus a short convolution's last inputs where the layer has one); the hybrid averages three KDA layers "
+    "and one MLA layer. Computed by `lineage.stages.memory_per_layer`; hover for exact bytes."
 )
 
 st.subheader("The lineage")
@@ -92,27 +117,3 @@ parameters from its configuration gives {gpt2.parameters:,}, and the ratio becom
 """
 )
 st.caption(f"GPT-2: {gpt2.how}. Kimi K3: **{k3.how}** — {k3.source}.")
-
-st.subheader("Memory against context length, every stage")
-compare = stages.COMPARE_LAYER
-seq_lens = np.array([2**i for i in range(21)])  # 1 token to 1,048,576 (Kimi Linear's context)
-# Stages whose layers hold exactly the same bytes share one line (GPT-2 and the KV cache keep the same keys and
-# values; the delta/gated stages the same state and convolution), so no line hides another.
-series: dict[tuple, list[str]] = {}
-for s in stages.STAGES:
-    series.setdefault(tuple(stages.memory_per_layer(s.key, seq_lens)), []).append(s.title)
-chart(
-    plots.cache_vs_length(
-        seq_lens,
-        {" · ".join(titles): np.array(curve) for curve, titles in series.items()},
-        title="Bytes one layer holds while decoding (log-log)",
-    ),
-    key="home_memory",
-    alt="Bytes held per layer against context length: growing lines for the softmax stages, flat for the others.",
-)
-st.caption(
-    f"One layer {compare['n_heads']} heads × {compare['head_dim']} wide (GPT-2's attention width), bf16. Softmax "
-    "stages hold a KV cache that grows by one key and one value per token; the linear-memory stages hold a fixed "
-    "state (plus a short convolution's last inputs where the layer has one); the hybrid averages three KDA layers "
-    "and one MLA layer. Computed by `lineage.stages.memory_per_layer`; hover for exact bytes."
-)
