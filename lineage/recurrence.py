@@ -133,7 +133,7 @@ def recurrent_memory(
         o: [B, H, T, V] in v's dtype; S_T: [B, H, K, V] in the compute dtype, or None; (trace)
     """
     B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel)
-    out_dtype = v.dtype
+    out_dtype, gated = v.dtype, g is not None
     q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
     if S is None:
         S = q.new_zeros(B, H, K, V)
@@ -142,8 +142,9 @@ def recurrent_memory(
     rec = {name: [] for name in ("states", "decay", "read", "delta")} if trace else None
     for t in range(T):
         q_t, k_t, v_t = q[:, :, t], k[:, :, t], v[:, :, t]  # (B, H, K), (B, H, K), (B, H, V)
-        # S' = Diag(α_t) S_{t-1}
-        S = alpha[:, :, t, :, None] * S
+        # S' = Diag(α_t) S_{t-1} (no gate: α = 1, nothing to do)
+        if gated:
+            S = alpha[:, :, t, :, None] * S
         # S'ᵀ k_t: what the memory returns for k_t right now (the delta rule needs it; an additive write only
         # records it for the trace)
         read_t = torch.einsum("bhkv,bhk->bhv", S, k_t) if rule == "delta" or rec is not None else None
