@@ -55,15 +55,23 @@ chunk_size = right.select_slider(
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
 def live(T: int, K: int, V: int, seed: int, beta: float, chunk_size: int) -> dict:
     run = demo.run_stage("deltanet", T, K, V, seed, demo.GateRule(beta=beta), chunk_size=chunk_size)
-    by_age = {f"DeltaNet, β = {beta:g} (yours)": demo.recall(run).by_age}
+    before, after = demo.write_gaps(run)
+    return dict(
+        run=run, by_age=demo.recall(run).by_age, gap_before=before, gap_after=after, mixing=demo.mixing_matrix(run)
+    )
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def compared(T: int, K: int, V: int, seed: int) -> dict:
+    """Recall by age of the lines drawn beside the chosen β: the same whatever β is chosen, so kept apart from
+    :func:`live` and not run again when only β moves."""
+    by_age = {}
     for b in COMPARE_BETAS:
-        if b != beta:
-            other = demo.run_stage("deltanet", T, K, V, seed, demo.GateRule(beta=b), repeats=1)
-            by_age[f"DeltaNet, β = {b:g}"] = demo.recall(other).by_age
+        other = demo.run_stage("deltanet", T, K, V, seed, demo.GateRule(beta=b), repeats=1)
+        by_age[f"DeltaNet, β = {b:g}"] = demo.recall(other).by_age
     additive = demo.run_stage("linear_attention", T, K, V, seed, repeats=1)
     by_age["linear attention (adds only)"] = demo.recall(additive).by_age
-    before, after = demo.write_gaps(run)
-    return dict(run=run, by_age=by_age, gap_before=before, gap_after=after, mixing=demo.mixing_matrix(run))
+    return by_age
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -73,6 +81,9 @@ def timing(T: int, D: int, seed: int) -> demo.ChunkSweep:
 
 out = run_or_stop(live, T, K, V, seed(), beta, chunk_size)
 run = out["run"]
+yours = f"DeltaNet, β = {beta:g}"
+by_age = {f"{yours} (yours)": out["by_age"]}  # a compared β equal to yours is drawn once, as yours
+by_age |= {name: curve for name, curve in run_or_stop(compared, T, K, V, seed()).items() if name != yours}
 
 st.subheader("The live run")
 st.markdown(
@@ -108,7 +119,7 @@ st.markdown(
     "written. Same inputs for every line."
 )
 chart(
-    plots.recall_by_age(out["by_age"], emphasis=next(iter(out["by_age"])), title="Recall error by the age of the pair"),
+    plots.recall_by_age(by_age, emphasis=next(iter(by_age)), title="Recall error by the age of the pair"),
     key="deltanet_beta_chart",
     alt="Recall error against the age of a stored pair, for several write strengths and for linear attention.",
 )

@@ -52,20 +52,24 @@ jitter = right.slider(
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
 def live(T: int, K: int, V: int, seed: int, alpha: float, jitter: float) -> dict:
-    rule = demo.GateRule(alpha=alpha, alpha_jitter=jitter)
-    run = demo.run_stage("mamba2", T, K, V, seed, rule)
-    off = demo.run_stage("mamba2", T, K, V, seed, demo.gate_off(rule), repeats=1)
+    run = demo.run_stage("mamba2", T, K, V, seed, demo.GateRule(alpha=alpha, alpha_jitter=jitter))
     return dict(
         run=run,
-        states_off=off.states,
         norms=demo.state_norms(run.states),
-        norms_off=demo.state_norms(off.states),
         mask=demo.decay_mask(run.g)[:, :, 0],  # one gate per head: every channel has the same mask
         attention=demo.mixing_matrix(run),
     )
 
 
-out = run_or_stop(live, T, K, V, seed(), alpha, jitter)
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def gate_off(T: int, K: int, V: int, seed: int) -> dict:
+    """The same tokens with every α = 1 (and so no jitter either): it does not depend on the gate's sliders, so it is
+    kept apart from :func:`live` and not run again when they move."""
+    off = demo.run_stage("mamba2", T, K, V, seed, demo.gate_off(demo.GateRule()), repeats=1)
+    return dict(states_off=off.states, norms_off=demo.state_norms(off.states))
+
+
+out = run_or_stop(live, T, K, V, seed(), alpha, jitter) | run_or_stop(gate_off, T, K, V, seed())
 run, mask = out["run"], out["mask"]
 gate = run.trace.decay[0, 0][:, 0]  # α_t, the same for every channel
 

@@ -76,7 +76,7 @@ def presenter_toggle() -> bool:
 
 
 def presenter_figure(fig: go.Figure) -> go.Figure:
-    """Scale a figure's fonts for projection (ticks ≥ 18 px, titles ≥ 32 px) and give it more height."""
+    """Scale a figure's fonts for projection (ticks ≥ 18 px, titles ≥ 32 px) and give it more height, in place."""
     px = PRESENTER_PX
     fig.update_layout(
         font=dict(size=px["chart_text"], color="#000000"),
@@ -102,9 +102,13 @@ def standalone_html(fig: go.Figure, title: str) -> bytes:
 
 def chart(fig: go.Figure, *, key: str, alt: str, export_name: str | None = None) -> None:
     """Show a Plotly figure the house way: presenter scaling, PNG/SVG export from the toolbar, alt text,
-    and — for animations — a download of the animation as a standalone offline HTML file."""
+    and — for animations — a download of the animation as a standalone offline HTML file.
+
+    In presenter mode ``fig`` itself is rescaled: the pages build a figure for each call. (Copying it first would make
+    Plotly validate every frame of an animation again, a few hundred ms on every redraw.)
+    """
     if presenter_mode():
-        fig = presenter_figure(go.Figure(fig))
+        presenter_figure(fig)
     name = export_name or key
     config = {
         "displaylogo": False,

@@ -10,16 +10,22 @@ Every animated figure here follows the same rules, so a projector shows them smo
 * small matrices also print their values in the cells, so nothing is conveyed by colour alone.
 
 Functions take numpy arrays and return ``plotly.graph_objects.Figure``; nothing here imports streamlit.
+
+Figures are assembled as plain dicts and wrapped once by :func:`figure`, which skips Plotly's property validation:
+a page redraws its figures on every control change, and validating them (a hundred heatmaps in one animation, the
+template in every figure) cost more than the rest of the page. ``tests/test_plots_valid.py`` validates every
+builder's output in full instead.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.io as pio
 
 MAX_FRAMES = 64  # smooth on a projector, small enough to ship to the browser at once
 TEXT_MAX_CELLS = 144  # print values in the cells of matrices up to 144 cells (12×12, 9×16, …)
@@ -30,6 +36,14 @@ FRAME_MS = 250  # per frame while playing
 FONT = dict(family="Inter, system-ui, sans-serif", size=14)
 CONTROLS_PX = 52  # Play/Pause and the step slider start this far below the plot area: past the x ticks and title
 PANEL_GAP = 0.15  # paper fraction between panels: room for a colour bar and the next panel's axis labels
+SUBPLOT_TITLE_FONT = dict(size=16)  # make_subplots' size for panel titles
+
+# What Plotly stores for template="plotly_white" and for the named colour scales: the figures carry them spelled
+# out, as validation would have, since plotly.js knows neither the template's name nor Plotly.py's "_r" scales.
+TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
+COLORSCALES = {
+    name: [list(stop) for stop in go.Heatmap(colorscale=name).colorscale] for name in (DIVERGING, SEQUENTIAL)
+}
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,98 @@ class Panel:
     x_labels: Sequence | None = None
     y_labels: Sequence | None = None
     width: float = 1.0  # share of the figure's width relative to the other panels (a gate column can be narrow)
+
+
+def _compact(value):
+    """``value`` without the None entries of its dicts, at any depth: unset, as validation would have left them."""
+    if isinstance(value, dict):
+        return {k: _compact(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple) and any(isinstance(v, dict | list | tuple) for v in value):
+        return [_compact(v) for v in value]
+    return value
+
+
+def figure(data: Sequence[dict] = (), layout: dict | None = None, frames: Sequence[dict] = ()) -> go.Figure:
+    """A ``go.Figure`` of traces and layout given as plain dicts, taken as they are.
+
+    ``_validate=False`` is Plotly's flag for trusted input (its templates are loaded that way): the dicts are stored
+    without checking each property, and objects read back through the go.Figure API are built when read. Entries
+    that are None are dropped, as validation would. Frames are always validated by Plotly, so builders keep them
+    to what changes between frames and what a reader of a frame needs (values, colour range, scale, cell text).
+    """
+    return go.Figure(
+        data=[_compact(trace) for trace in data], layout=_compact(layout or {}), frames=list(frames), _validate=False
+    )
+
+
+def house_layout(*, title: str = "", height: int | None = None) -> dict:
+    """The house look as layout entries: readable font, white background, room for the animation controls below."""
+    return dict(
+        title=dict(text=title, x=0.0, xanchor="left") if title else None,
+        font=FONT,
+        template=TEMPLATE,
+        margin=dict(l=60, r=40, t=70 if title else 40, b=90),
+        height=height,
+    )
+
+
+def style(fig: go.Figure, *, title: str = "", height: int | None = None) -> go.Figure:
+    """Give any figure the house look (see :func:`house_layout`); the builders here put it in at construction."""
+    look = house_layout(title=title, height=height)
+    # assigned, not merged into the template the figure had; a copy, as a figure may be changed in place later
+    fig.layout.template = copy.deepcopy(look.pop("template"))
+    return fig.update_layout(**look)
+
+
+def _suffix(i: int) -> str:
+    """Plotly's numbering of the axes of panel ``i`` (0-based): "" for the first, then "2", "3", …"""
+    return str(i + 1) if i else ""
+
+
+def axis_refs(i: int) -> dict:
+    """The axes of panel ``i`` (0-based) of a one-row grid, as trace entries: ``xaxis="x2", yaxis="y2"`` for i = 1."""
+    return dict(xaxis=f"x{_suffix(i)}", yaxis=f"y{_suffix(i)}")
+
+
+def subplot_grid(titles: Sequence[str], *, widths: Sequence[float] | None = None, spacing: float = 0.0) -> dict:
+    """Layout entries of one row of panels, placed as ``plotly.subplots.make_subplots(rows=1, cols=n, …)`` places
+    them: an x and a y axis per panel (``xaxis``, ``yaxis``, ``xaxis2``, …) and each title centred above its panel.
+
+    Args:
+        titles: one per panel ("" for none).
+        widths: relative widths of the panels (default equal).
+        spacing: paper fraction between neighbouring panels.
+    """
+    n = len(titles)
+    free = 1.0 - spacing * (n - 1)
+    if widths is None:
+        sizes = [free / n] * n
+    else:
+        total = float(sum(widths))
+        sizes = [free * (w / total) for w in widths]
+    layout: dict = {}
+    annotations = []
+    for i, title in enumerate(titles):
+        x0 = sum(sizes[:i]) + i * spacing
+        domain = [x0, x0 + sizes[i]]
+        layout[f"xaxis{_suffix(i)}"] = dict(anchor=f"y{_suffix(i)}", domain=domain)
+        layout[f"yaxis{_suffix(i)}"] = dict(anchor=f"x{_suffix(i)}", domain=[0.0, 1.0])
+        if title:
+            annotations.append(
+                dict(
+                    font=SUBPLOT_TITLE_FONT,
+                    showarrow=False,
+                    text=title,
+                    x=sum(domain) / 2.0,
+                    xanchor="center",
+                    xref="paper",
+                    y=1.0,
+                    yanchor="bottom",
+                    yref="paper",
+                )
+            )
+    layout["annotations"] = annotations
+    return layout
 
 
 def frame_indices(n_steps: int, max_frames: int = MAX_FRAMES) -> np.ndarray:
@@ -74,14 +180,18 @@ def color_range(frames: np.ndarray, signed: bool | None = None) -> tuple[float, 
 
 
 def cell_text(z: np.ndarray) -> np.ndarray | None:
-    """Values to print in the cells of a small matrix (2 decimals; blank where not finite), or None if too big."""
-    if z.size > TEXT_MAX_CELLS or max(z.shape) > TEXT_MAX_SIDE:
+    """Values to print in the cells of a small matrix ``z`` [..., rows, cols] (2 decimals; blank where not finite),
+    or None if the matrix is too big. A stack of matrices is formatted in one call."""
+    rows, cols = z.shape[-2:]
+    if rows * cols > TEXT_MAX_CELLS or max(rows, cols) > TEXT_MAX_SIDE:
         return None
-    return np.vectorize(lambda x: "" if not np.isfinite(x) else f"{x:.2f}")(z)
+    text = np.char.mod("%.2f", z)
+    text[~np.isfinite(z)] = ""
+    return text
 
 
-def _heatmap(panel: Panel, z: np.ndarray, zmin: float, zmax: float, signed: bool, colorbar_x: float, col: int):
-    text = cell_text(z)
+def _heatmap(panel: Panel, z: np.ndarray, text, zmin: float, zmax: float, signed: bool, colorbar_x: float, i: int):
+    """The full trace of a panel: what the figure opens on, and what every frame's values are merged into."""
     return dict(
         type="heatmap",
         z=z,
@@ -90,7 +200,7 @@ def _heatmap(panel: Panel, z: np.ndarray, zmin: float, zmax: float, signed: bool
         zmin=zmin,
         zmax=zmax,
         zmid=0.0 if signed else None,
-        colorscale=DIVERGING if signed else SEQUENTIAL,
+        colorscale=COLORSCALES[DIVERGING if signed else SEQUENTIAL],
         colorbar=dict(x=colorbar_x, len=0.85, thickness=12),
         showscale=True,
         text=text,
@@ -98,8 +208,7 @@ def _heatmap(panel: Panel, z: np.ndarray, zmin: float, zmax: float, signed: bool
         textfont=dict(size=10),
         hovertemplate=f"{panel.title}<br>row %{{y}}, col %{{x}}: %{{z:.4g}}<extra></extra>",
         name=panel.title,
-        xaxis=f"x{col if col > 1 else ''}",
-        yaxis=f"y{col if col > 1 else ''}",
+        **axis_refs(i),
     )
 
 
@@ -154,6 +263,29 @@ def play_controls(labels: Sequence[str], *, start: int = 0, prefix: str = "step 
     )
 
 
+def _panel_layout(panels: Sequence[Panel]) -> tuple[dict, list[float]]:
+    """The grid of panels with their axis titles (rows read top-down), and the x of each panel's colour bar."""
+    n = len(panels)
+    if any(not p.width > 0 for p in panels):
+        raise ValueError(f"panel widths must be > 0, got {[p.width for p in panels]}")
+    layout = subplot_grid(
+        [p.title for p in panels], widths=[p.width for p in panels], spacing=PANEL_GAP if n > 1 else 0
+    )
+    for i, p in enumerate(panels):
+        layout[f"xaxis{_suffix(i)}"]["title"] = dict(text=p.x_title)
+        layout[f"yaxis{_suffix(i)}"].update(title=dict(text=p.y_title), autorange="reversed")
+    # each colour bar stands in the gap just right of its own panel
+    bar_x = [layout[f"xaxis{_suffix(i)}"]["domain"][1] + 0.005 for i in range(n)]
+    return layout, bar_x
+
+
+def _ranges(panels: Sequence[Panel]) -> list[tuple[float, float, bool]]:
+    return [
+        p.zrange + (color_range(p.frames, p.signed)[2],) if p.zrange else color_range(p.frames, p.signed)
+        for p in panels
+    ]
+
+
 def animated_heatmaps(
     panels: Sequence[Panel],
     *,
@@ -162,6 +294,7 @@ def animated_heatmaps(
     start: int | None = None,
     max_frames: int = MAX_FRAMES,
     height: int = 420,
+    slider_prefix: str = "step ",
 ) -> go.Figure:
     """Side-by-side heatmaps animated together over steps.
 
@@ -170,6 +303,7 @@ def animated_heatmaps(
         step_labels: a label per step (default 0 … F−1), shown on the slider.
         start: the step shown first (default the last); rounded to the nearest kept frame.
         max_frames: cap on frames sent to the browser (steps are subsampled evenly beyond it).
+        slider_prefix: what the slider's readout says before the label ("step 3", "tile Q1·K0").
     """
     if not panels:
         raise ValueError("panels must contain at least one Panel")
@@ -177,69 +311,57 @@ def animated_heatmaps(
     for p in panels:
         if p.frames.ndim != 3 or p.frames.shape[0] != F:
             raise ValueError(f"panel {p.title!r}: frames must be [F={F}, rows, cols], got {p.frames.shape}")
-    labels = list(step_labels) if step_labels is not None else list(range(F))
+    labels = [str(lab) for lab in (step_labels if step_labels is not None else range(F))]
     keep = frame_indices(F, max_frames)
     first = int(np.abs(keep - (F - 1 if start is None else start)).argmin())
-    n = len(panels)
-    if any(not p.width > 0 for p in panels):
-        raise ValueError(f"panel widths must be > 0, got {[p.width for p in panels]}")
-    fig = make_subplots(
-        rows=1,
-        cols=n,
-        subplot_titles=[p.title for p in panels],
-        column_widths=[p.width for p in panels],
-        horizontal_spacing=PANEL_GAP if n > 1 else 0.0,
-    )
-    # each colour bar stands in the gap just right of its own panel
-    bar_x = [fig.layout[f"xaxis{i + 1 if i else ''}"].domain[1] + 0.005 for i in range(n)]
-    ranges = [
-        p.zrange + (color_range(p.frames, p.signed)[2],) if p.zrange else color_range(p.frames, p.signed)
-        for p in panels
+    layout, bar_x = _panel_layout(panels)
+    ranges = _ranges(panels)
+    shown = [p.frames[keep] for p in panels]  # [len(keep), rows, cols] per panel
+    texts = [cell_text(z) for z in shown]
+    data = [
+        _heatmap(p, z[first], None if t is None else t[first], *r, colorbar_x=x, i=i)
+        for i, (p, z, t, r, x) in enumerate(zip(panels, shown, texts, ranges, bar_x, strict=True))
     ]
-
-    def traces(f: int):
-        out = []
-        for i, (p, (zmin, zmax, signed)) in enumerate(zip(panels, ranges, strict=True)):
-            out.append(_heatmap(p, p.frames[f], zmin, zmax, signed, colorbar_x=bar_x[i], col=i + 1))
-        return out
-
-    # Traces and frames go in as plain dicts: Plotly then validates each heatmap once, not three times
-    # (constructing go.Heatmap, wrapping it in go.Frame and assigning fig.frames each copy and re-validate it).
-    fig.add_traces(traces(int(keep[first])))
-    fig.frames = [dict(data=traces(int(f)), name=str(labels[f]), traces=list(range(n))) for f in keep]
-    for i, p in enumerate(panels):
-        fig.update_xaxes(title_text=p.x_title, row=1, col=i + 1)
-        fig.update_yaxes(title_text=p.y_title, autorange="reversed", row=1, col=i + 1)
-    fig.update_layout(**play_controls([str(labels[f]) for f in keep], start=first))
-    return style(fig, title=title, height=height).update_layout(margin_b=CONTROLS_PX + 100)  # room for the controls
-
-
-def style(fig: go.Figure, *, title: str = "", height: int | None = None) -> go.Figure:
-    """The house look: readable font, white background, room for the animation controls below."""
-    fig.update_layout(
-        title=dict(text=title, x=0.0, xanchor="left") if title else None,
-        font=FONT,
-        template="plotly_white",
-        margin=dict(l=60, r=40, t=70 if title else 40, b=90),
-        height=height,
-    )
-    return fig
+    # A frame's traces are merged into the figure's by plotly.js, so titles, labels, colour bars and hover text
+    # stay as the traces above set them; each frame carries its values and what a reader of it needs besides.
+    frames = []
+    for j, f in enumerate(keep):
+        traces = []
+        for z, t, (zmin, zmax, signed) in zip(shown, texts, ranges, strict=True):
+            # The scale goes in by name: Plotly validates every frame, and expands a name faster than it checks a list.
+            trace = dict(type="heatmap", z=z[j], zmin=zmin, zmax=zmax, showscale=True)
+            trace["colorscale"] = DIVERGING if signed else SEQUENTIAL
+            if signed:
+                trace["zmid"] = 0.0
+            if t is not None:
+                trace["text"] = t[j]
+            traces.append(trace)
+        frames.append(dict(data=traces, name=labels[f], traces=list(range(len(panels)))))
+    layout.update(play_controls([labels[f] for f in keep], start=first, prefix=slider_prefix))
+    layout.update(house_layout(title=title, height=height))
+    layout["margin"]["b"] = CONTROLS_PX + 100  # room for the controls
+    return figure(data, layout, frames)
 
 
 def heatmaps(panels: Sequence[Panel], *, title: str = "", height: int = 420) -> go.Figure:
     """Side-by-side still heatmaps, drawn by the same rules as the animations (each panel holds one frame)."""
+    if not panels:
+        raise ValueError("panels must contain at least one Panel")
     for p in panels:
         if p.frames.ndim != 3 or p.frames.shape[0] != 1:
             raise ValueError(f"panel {p.title!r}: a still heatmap needs frames [1, rows, cols], got {p.frames.shape}")
-    fig = animated_heatmaps(panels, title=title, height=height)
-    fig.frames = ()
-    fig.layout.updatemenus, fig.layout.sliders = (), ()
-    fig.update_layout(margin_b=60)
-    return fig
+    layout, bar_x = _panel_layout(panels)
+    data = [
+        _heatmap(p, p.frames[0], cell_text(p.frames[0]), *r, colorbar_x=x, i=i)
+        for i, (p, r, x) in enumerate(zip(panels, _ranges(panels), bar_x, strict=True))
+    ]
+    layout.update(house_layout(title=title, height=height))
+    layout["margin"]["b"] = 60
+    return figure(data, layout)
 
 
 def step_marker(fig: go.Figure, step: int, *, axis: str = "x", band: bool = False) -> go.Figure:
-    """Mark where the Step control stands, in every subplot.
+    """Mark where the Step control stands, in every subplot that holds a trace.
 
     A dashed line at ``step`` on ``axis`` ("x" or "y"); with ``band``, an outline around that column (x) or row (y)
     of a heatmap instead, so the values in its cells stay readable.
@@ -247,12 +369,17 @@ def step_marker(fig: go.Figure, step: int, *, axis: str = "x", band: bool = Fals
     if axis not in ("x", "y"):
         raise ValueError(f"axis must be 'x' or 'y', got {axis!r}")
     line = dict(dash="dash", color="#222", width=2)
-    if band:
-        add = fig.add_vrect if axis == "x" else fig.add_hrect
-        add(step - 0.5, step + 0.5, line=line, fillcolor="rgba(0,0,0,0)", row="all", col="all")
-    else:
-        add = fig.add_vline if axis == "x" else fig.add_hline
-        add(step, line=line, row="all", col="all")
+    lo, hi = (step - 0.5, step + 0.5) if band else (step, step)
+    kind = dict(type="rect", fillcolor="rgba(0,0,0,0)") if band else dict(type="line")
+    subplots = dict.fromkeys((t.xaxis or "x", t.yaxis or "y") for t in fig.data) or {("x", "y"): None}
+    shapes = []
+    for xref, yref in subplots:
+        if axis == "x":
+            at = dict(x0=lo, x1=hi, xref=xref, y0=0, y1=1, yref=f"{yref} domain")
+        else:
+            at = dict(x0=0, x1=1, xref=f"{xref} domain", y0=lo, y1=hi, yref=yref)
+        shapes.append(dict(kind, line=line, **at))
+    fig.layout.shapes = [*fig.layout.shapes, *shapes]
     return fig
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from lineage.plots.core import Panel, animated_heatmaps, heatmaps, step_marker, style
+from lineage.plots.core import Panel, animated_heatmaps, figure, heatmaps, house_layout, step_marker
 from lineage.plots.memory import PALETTE
 
 UNIT = (0.0, 1.0)  # the colour range of every gate, mask and retention map
@@ -43,25 +43,28 @@ def over_time(
     for name, y in arrays.items():
         if y.size != T:
             raise ValueError(f"series[{name!r}] must have {T} points like the first series, got {y.size}")
-    fig = go.Figure()
-    for i, (name, y) in enumerate(arrays.items()):
-        fig.add_trace(
-            go.Scatter(
-                x=np.arange(T),
-                y=y,
-                name=name,
-                mode="lines+markers",
-                marker=dict(size=5),
-                line=dict(color=PALETTE[i % len(PALETTE)], width=2),
-                hovertemplate=f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
-            )
+    data = [
+        dict(
+            type="scatter",
+            x=np.arange(T),
+            y=y,
+            name=name,
+            mode="lines+markers",
+            marker=dict(size=5),
+            line=dict(color=PALETTE[i % len(PALETTE)], width=2),
+            hovertemplate=f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
         )
-    fig.update_xaxes(title_text="step t", range=[-0.5, T - 0.5])
-    fig.update_yaxes(title_text=y_title, range=list(y_range) if y_range else None)
-    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1.0, xanchor="right"))
+        for i, (name, y) in enumerate(arrays.items())
+    ]
+    layout = dict(
+        xaxis=dict(title=dict(text="step t"), range=[-0.5, T - 0.5]),
+        yaxis=dict(title=dict(text=y_title), range=list(y_range) if y_range else None),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1.0, xanchor="right"),
+    )
+    fig = figure(data, layout | house_layout(title=title, height=height))
     if step is not None:
         step_marker(fig, step)
-    return style(fig, title=title, height=height)
+    return fig
 
 
 def gates_by_channel(alpha: np.ndarray, *, title: str, step: int | None = None, height: int = 360) -> go.Figure:

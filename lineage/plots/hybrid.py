@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lineage.memory import SOFTMAX_KINDS
-from lineage.plots.core import Panel, frame_indices, heatmaps, play_controls, step_marker, style
+from lineage.plots.core import Panel, figure, frame_indices, heatmaps, house_layout, play_controls, step_marker
 from lineage.plots.memory import KIND_COLORS, format_bytes
 
 
@@ -26,7 +26,7 @@ def _check(schedule: Sequence[str], layer_bytes) -> np.ndarray:
     return b
 
 
-def _bars(schedule: Sequence[str], row: np.ndarray) -> list[go.Bar]:
+def _bars(schedule: Sequence[str], row: np.ndarray) -> list[dict]:
     """One bar trace for the cache layers and one for the state layers (so the legend names both)."""
     layers = np.arange(1, len(schedule) + 1)
     out = []
@@ -36,11 +36,12 @@ def _bars(schedule: Sequence[str], row: np.ndarray) -> list[go.Bar]:
     ):
         pick = np.array([(kind in SOFTMAX_KINDS) == is_cache for kind in schedule])
         out.append(
-            go.Bar(
+            dict(
+                type="bar",
                 x=layers[pick],
                 y=row[pick],
                 name=name,
-                marker_color=color,
+                marker=dict(color=color),
                 customdata=[
                     [kind, f"{int(b):,} bytes ({format_bytes(float(b))})"]
                     for kind, b in zip(np.asarray(schedule)[pick], row[pick], strict=True)
@@ -49,6 +50,11 @@ def _bars(schedule: Sequence[str], row: np.ndarray) -> list[go.Bar]:
             )
         )
     return out
+
+
+def _changing(bar: dict) -> dict:
+    """What of a bar trace changes from frame to frame: the bars and their hover text."""
+    return {key: bar[key] for key in ("type", "x", "y", "customdata")}
 
 
 def decode_bytes_animation(
@@ -68,15 +74,20 @@ def decode_bytes_animation(
     keep = frame_indices(T)
     first = int(np.abs(keep - (T - 1 if start is None else start)).argmin())
     labels = [str(t + 1) for t in keep]
-    fig = go.Figure(data=_bars(schedule, b[keep[first]]))
-    fig.frames = [
-        dict(data=_bars(schedule, b[t]), name=lab, traces=[0, 1]) for t, lab in zip(keep, labels, strict=True)
+    # plotly.js merges a frame's traces into the figure's: names, colours and hover text stay as set here
+    frames = [
+        dict(data=[_changing(bar) for bar in _bars(schedule, b[t])], name=lab, traces=[0, 1])
+        for t, lab in zip(keep, labels, strict=True)
     ]
-    fig.update_layout(**play_controls(labels, start=first, prefix="tokens: "), barmode="group", bargap=0.15)
-    fig.update_xaxes(title_text="layer", dtick=1, range=[0.5, len(schedule) + 0.5])
-    fig.update_yaxes(title_text="bytes held", range=[0, 1.05 * float(b.max()) or 1.0])
-    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1.0, xanchor="right"))
-    return style(fig, title=title, height=height)
+    layout = dict(
+        **play_controls(labels, start=first, prefix="tokens: "),
+        barmode="group",
+        bargap=0.15,
+        xaxis=dict(title=dict(text="layer"), dtick=1, range=[0.5, len(schedule) + 0.5]),
+        yaxis=dict(title=dict(text="bytes held"), range=[0, 1.05 * float(b.max()) or 1.0]),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1.0, xanchor="right"),
+    )
+    return figure(_bars(schedule, b[keep[first]]), layout | house_layout(title=title, height=height), frames)
 
 
 def bytes_by_layer_and_time(

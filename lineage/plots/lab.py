@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from lineage.lab import (
     MECHANISMS,
@@ -21,7 +20,7 @@ from lineage.lab import (
     TopicSwitchResult,
     label,
 )
-from lineage.plots.core import DIVERGING, cell_text, style
+from lineage.plots.core import COLORSCALES, DIVERGING, axis_refs, cell_text, figure, house_layout, subplot_grid
 
 # Okabe & Ito (2008), the colour-blind-safe qualitative palette.
 MECHANISM_COLORS = {
@@ -46,8 +45,9 @@ def _width(m: str) -> float:
     return LINE_WIDTH_MIN + LINE_WIDTH_STEP * (len(MECHANISMS) - 1 - list(MECHANISMS).index(m))
 
 
-def _line(m: str, x, y, *, showlegend: bool = True, hover: str = "") -> go.Scatter:
-    return go.Scatter(
+def _line(m: str, x, y, *, showlegend: bool = True, hover: str = "", panel: int | None = None) -> dict:
+    return dict(
+        type="scatter",
         x=np.asarray(x),
         y=np.asarray(y, dtype=float),
         mode="lines+markers",
@@ -57,11 +57,15 @@ def _line(m: str, x, y, *, showlegend: bool = True, hover: str = "") -> go.Scatt
         line=dict(color=MECHANISM_COLORS[m], dash=WRITE_DASH[MECHANISMS[m].write], width=_width(m)),
         marker=dict(size=4),
         hovertemplate=f"{label(m)}<br>{hover}%{{x}}: %{{y:.3f}}<extra></extra>",
+        **(axis_refs(panel) if panel is not None else {}),
     )
 
 
-def _bars(name: str, mechanisms, values, color: str, *, pattern: str = "", text: bool = True) -> go.Bar:
-    return go.Bar(
+def _bars(
+    name: str, mechanisms, values, color: str, *, pattern: str = "", text: bool = True, panel: int | None = None
+) -> dict:
+    return dict(
+        type="bar",
         x=[label(m) for m in mechanisms],
         y=np.asarray(values, dtype=float),
         name=name,
@@ -69,17 +73,31 @@ def _bars(name: str, mechanisms, values, color: str, *, pattern: str = "", text:
         text=[f"{v:.2f}" for v in values] if text else None,
         textposition="outside" if text else None,
         hovertemplate=f"%{{x}}<br>{name}: %{{y:.3f}}<extra></extra>",
+        **(axis_refs(panel) if panel is not None else {}),
     )
 
 
-def _mark_d_k(fig: go.Figure, d_k: int, position: str = "top right", **where) -> None:
-    fig.add_vline(
-        x=d_k,
-        line=dict(color="grey", dash="dash"),
-        annotation_text=f"d_k = {d_k}",
-        annotation_position=position,
-        **where,
-    )
+def _d_k_marks(d_k: int, panels: int = 1, *, top: bool = True) -> dict:
+    """A dashed line at N = d_k in each panel, labelled at its top right (or bottom right, below panel titles)."""
+    shapes, annotations = [], []
+    for i in range(panels):
+        refs = axis_refs(i)
+        xref, yref = refs["xaxis"], f"{refs['yaxis']} domain"
+        line = dict(color="grey", dash="dash")
+        shapes.append(dict(type="line", x0=d_k, x1=d_k, xref=xref, y0=0, y1=1, yref=yref, line=line))
+        annotations.append(
+            dict(
+                showarrow=False,
+                text=f"d_k = {d_k}",
+                x=d_k,
+                xanchor="left",
+                xref=xref,
+                y=1 if top else 0,
+                yanchor="top" if top else "bottom",
+                yref=yref,
+            )
+        )
+    return dict(shapes=shapes, annotations=annotations)
 
 
 def overwrite_vectors(r: OverwriteResult) -> go.Figure:
@@ -89,128 +107,119 @@ def overwrite_vectors(r: OverwriteResult) -> go.Figure:
     z = np.stack(rows)
     m = float(np.abs(z).max()) or 1.0
     text = cell_text(z)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=list(range(z.shape[1])),
-            y=names,
-            zmin=-m,
-            zmax=m,
-            zmid=0.0,
-            colorscale=DIVERGING,
-            colorbar=dict(thickness=12, title="value"),
-            text=text,
-            texttemplate="%{text}" if text is not None else None,
-            textfont=dict(size=9),
-            hovertemplate="%{y}<br>component %{x}: %{z:.3f}<extra></extra>",
-        )
+    heatmap = dict(
+        type="heatmap",
+        z=z,
+        x=list(range(z.shape[1])),
+        y=names,
+        zmin=-m,
+        zmax=m,
+        zmid=0.0,
+        colorscale=COLORSCALES[DIVERGING],
+        colorbar=dict(thickness=12, title=dict(text="value")),
+        text=text,
+        texttemplate="%{text}" if text is not None else None,
+        textfont=dict(size=9),
+        hovertemplate="%{y}<br>component %{x}: %{z:.3f}<extra></extra>",
     )
-    fig.update_xaxes(title_text="value component")
-    fig.update_yaxes(autorange="reversed")
-    return style(fig, title="What came back for k*, against the old value v1 and the new value v2", height=460)
+    layout = dict(xaxis=dict(title=dict(text="value component")), yaxis=dict(autorange="reversed"))
+    title = "What came back for k*, against the old value v1 and the new value v2"
+    return figure([heatmap], layout | house_layout(title=title, height=460))
 
 
 def overwrite_blend(r: OverwriteResult) -> go.Figure:
     """Each read written as a·v1 + b·v2 (+ the rest): bars of a, b and the rest's size per mechanism."""
     ms = r.mechanisms
-    fig = go.Figure(
-        [
-            _bars("coefficient on v1 (old)", ms, [r.coef_v1[m] for m in ms], "#E69F00", pattern="/"),
-            _bars("coefficient on v2 (new)", ms, [r.coef_v2[m] for m in ms], "#0072B2"),
-            _bars("rest (crosstalk)", ms, [r.residual[m] for m in ms], "#999999", pattern="."),
-        ]
+    data = [
+        _bars("coefficient on v1 (old)", ms, [r.coef_v1[m] for m in ms], "#E69F00", pattern="/"),
+        _bars("coefficient on v2 (new)", ms, [r.coef_v2[m] for m in ms], "#0072B2"),
+        _bars("rest (crosstalk)", ms, [r.residual[m] for m in ms], "#999999", pattern="."),
+    ]
+    one = dict(type="line", x0=0, x1=1, xref="x domain", y0=1.0, y1=1.0, yref="y", line=dict(color="grey", dash="dot"))
+    layout = dict(
+        shapes=[one],
+        barmode="group",
+        legend=dict(orientation="h", y=1.12),
+        yaxis=dict(title=dict(text="read ≈ a·v1 + b·v2 + rest")),
     )
-    fig.add_hline(y=1.0, line=dict(color="grey", dash="dot"))
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.12))
-    fig.update_yaxes(title_text="read ≈ a·v1 + b·v2 + rest")
-    return style(fig, title="Overwrite: the new value, the old one, or a blend?", height=420)
+    return figure(data, layout | house_layout(title="Overwrite: the new value, the old one, or a blend?", height=420))
 
 
 def capacity_curves(r: CapacityResult) -> go.Figure:
     """Recall error and accuracy against the number of stored pairs N, with N = d_k marked."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("Recall error, mean over the N pairs", "Accuracy"),
-        horizontal_spacing=0.1,
-    )
+    data = []
     for m in r.mechanisms:
-        fig.add_trace(_line(m, r.n, r.error[m], hover="N = "), row=1, col=1)
-        fig.add_trace(_line(m, r.n, r.accuracy[m], showlegend=False, hover="N = "), row=1, col=2)
-    for col in (1, 2):
-        _mark_d_k(fig, r.settings.d_k, "bottom right", row=1, col=col)  # the top holds the subplot titles
-        fig.update_xaxes(title_text="pairs stored N", row=1, col=col)
-    fig.update_yaxes(title_text=ERROR_AXIS, rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="most aligned stored value is right", range=[0, 1.05], row=1, col=2)
-    fig.update_layout(legend=LEGEND_BELOW)
-    return style(fig, title=f"Capacity: {r.trials} streams averaged, d_k = {r.settings.d_k}", height=520)
+        data.append(_line(m, r.n, r.error[m], hover="N = ", panel=0))
+        data.append(_line(m, r.n, r.accuracy[m], showlegend=False, hover="N = ", panel=1))
+    layout = subplot_grid(("Recall error, mean over the N pairs", "Accuracy"), spacing=0.1)
+    marks = _d_k_marks(r.settings.d_k, 2, top=False)  # the top holds the subplot titles
+    layout.update(shapes=marks["shapes"], annotations=layout["annotations"] + marks["annotations"])
+    for axis in ("xaxis", "xaxis2"):
+        layout[axis]["title"] = dict(text="pairs stored N")
+    layout["yaxis"].update(title=dict(text=ERROR_AXIS), rangemode="tozero")
+    layout["yaxis2"].update(title=dict(text="most aligned stored value is right"), range=[0, 1.05])
+    layout["legend"] = LEGEND_BELOW
+    title = f"Capacity: {r.trials} streams averaged, d_k = {r.settings.d_k}"
+    return figure(data, layout | house_layout(title=title, height=520))
 
 
 def topic_switch_figure(r: TopicSwitchResult) -> go.Figure:
     """Left: how much of topic A the A cues still return as topic B streams in. Right: error on B, with and
     without A written first."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("What topic A's cues still return", "Error on topic B"),
-        horizontal_spacing=0.12,
-    )
-    for m in r.mechanisms:
-        fig.add_trace(_line(m, r.steps, r.a_kept_curve[m], hover="B writes "), row=1, col=1)
     ms = r.mechanisms
-    fig.add_trace(_bars("B after A", ms, [r.b_error[m] for m in ms], "#555555", text=False), row=1, col=2)
+    data = [_line(m, r.steps, r.a_kept_curve[m], hover="B writes ", panel=0) for m in ms]
+    data.append(_bars("B after A", ms, [r.b_error[m] for m in ms], "#555555", text=False, panel=1))
     b_alone = [r.b_error_alone[m] for m in ms]
-    fig.add_trace(_bars("B alone", ms, b_alone, "#BBBBBB", pattern="/", text=False), row=1, col=2)
-    fig.update_xaxes(title_text="topic B pairs written after the switch", row=1, col=1)
-    fig.update_yaxes(title_text="⟨read, v_A⟩ (1 = all of A, 0 = gone)", row=1, col=1)
-    fig.update_yaxes(title_text=ERROR_AXIS, rangemode="tozero", row=1, col=2)
-    fig.update_layout(barmode="group", legend={**LEGEND_BELOW, "y": -0.4})  # below the slanted bar labels
-    style(fig, title=f"Topic switch: {r.n_a} pairs on A, then {r.n_b} on B", height=620)
-    return fig.update_layout(margin=dict(b=170))  # room for the slanted bar labels and a two-row legend
+    data.append(_bars("B alone", ms, b_alone, "#BBBBBB", pattern="/", text=False, panel=1))
+    layout = subplot_grid(("What topic A's cues still return", "Error on topic B"), spacing=0.12)
+    layout["xaxis"]["title"] = dict(text="topic B pairs written after the switch")
+    layout["yaxis"]["title"] = dict(text="⟨read, v_A⟩ (1 = all of A, 0 = gone)")
+    layout["yaxis2"].update(title=dict(text=ERROR_AXIS), rangemode="tozero")
+    layout.update(barmode="group", legend={**LEGEND_BELOW, "y": -0.4})  # below the slanted bar labels
+    layout.update(house_layout(title=f"Topic switch: {r.n_a} pairs on A, then {r.n_b} on B", height=620))
+    layout["margin"]["b"] = 170  # room for the slanted bar labels and a two-row legend
+    return figure(data, layout)
 
 
 def retention_figure(r: RetentionResult) -> go.Figure:
     """Left: what a gate leaves of a write after a lag (KDA's slow and fast channels, Gated DeltaNet's one gate).
     Right: error on the long-lived facts as short-lived ones stream in."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("What a gate keeps after a lag", "Error on the long-lived facts"),
-        horizontal_spacing=0.12,
-    )
     styles = {
         "KDA slow channels": dict(color=MECHANISM_COLORS["kda"], dash="solid"),
         "KDA fast channels": dict(color=MECHANISM_COLORS["kda"], dash="dot"),
         "Gated DeltaNet": dict(color=MECHANISM_COLORS["gated_deltanet"], dash="solid"),
     }
-    for name, curve in r.retention.items():
-        fig.add_trace(
-            go.Scatter(
-                x=r.lags,
-                y=curve,
-                mode="lines",
-                name=f"gate: {name}",
-                line=dict(width=LINE_WIDTH_MIN + LINE_WIDTH_STEP, **styles[name]),
-                hovertemplate=f"{name}<br>lag %{{x}}: %{{y:.3f}}<extra></extra>",
-            ),
-            row=1,
-            col=1,
+    data = [
+        dict(
+            type="scatter",
+            x=r.lags,
+            y=curve,
+            mode="lines",
+            name=f"gate: {name}",
+            line=dict(width=LINE_WIDTH_MIN + LINE_WIDTH_STEP, **styles[name]),
+            hovertemplate=f"{name}<br>lag %{{x}}: %{{y:.3f}}<extra></extra>",
+            **axis_refs(0),
         )
-    for m in r.mechanisms:
-        fig.add_trace(_line(m, r.short_written, r.long_error_curve[m], hover="short facts "), row=1, col=2)
-    fig.update_xaxes(title_text="steps since the write", row=1, col=1)
-    fig.update_yaxes(title_text="α^lag", range=[0, 1.05], row=1, col=1)
-    fig.update_xaxes(title_text="short-lived facts written since", row=1, col=2)
-    fig.update_yaxes(title_text=ERROR_AXIS, rangemode="tozero", row=1, col=2)
-    fig.update_layout(legend=LEGEND_BELOW)
-    return style(fig, title="Per-channel retention at the same average decay", height=560)
+        for name, curve in r.retention.items()
+    ]
+    data += [_line(m, r.short_written, r.long_error_curve[m], hover="short facts ", panel=1) for m in r.mechanisms]
+    layout = subplot_grid(("What a gate keeps after a lag", "Error on the long-lived facts"), spacing=0.12)
+    layout["xaxis"]["title"] = dict(text="steps since the write")
+    layout["yaxis"].update(title=dict(text="α^lag"), range=[0, 1.05])
+    layout["xaxis2"]["title"] = dict(text="short-lived facts written since")
+    layout["yaxis2"].update(title=dict(text=ERROR_AXIS), rangemode="tozero")
+    layout["legend"] = LEGEND_BELOW
+    return figure(data, layout | house_layout(title="Per-channel retention at the same average decay", height=560))
 
 
 def needle_curves(r: NeedleResult) -> go.Figure:
     """The needle's recall error after each filler written on top of it, against pairs stored; N = d_k marked."""
     stored = r.fills + 1  # the needle and the fillers written on top of it
-    fig = go.Figure([_line(m, stored, r.error[m], hover="pairs stored ") for m in r.mechanisms])
-    _mark_d_k(fig, r.settings.d_k)
-    fig.update_xaxes(title_text="pairs stored, the needle first")
-    fig.update_yaxes(title_text=ERROR_AXIS, rangemode="tozero")
-    return style(fig, title="Needle recall: pure KDA against the hybrid (KDA + softmax cache)", height=440)
+    layout = dict(
+        **_d_k_marks(r.settings.d_k),
+        xaxis=dict(title=dict(text="pairs stored, the needle first")),
+        yaxis=dict(title=dict(text=ERROR_AXIS), rangemode="tozero"),
+    )
+    data = [_line(m, stored, r.error[m], hover="pairs stored ") for m in r.mechanisms]
+    title = "Needle recall: pure KDA against the hybrid (KDA + softmax cache)"
+    return figure(data, layout | house_layout(title=title, height=440))

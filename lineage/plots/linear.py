@@ -10,9 +10,18 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from lineage.plots.core import Panel, animated_heatmaps, animation_steps, heatmaps, step_marker, style
+from lineage.plots.core import (
+    Panel,
+    animated_heatmaps,
+    animation_steps,
+    axis_refs,
+    figure,
+    heatmaps,
+    house_layout,
+    step_marker,
+    subplot_grid,
+)
 from lineage.plots.memory import PALETTE
 
 
@@ -132,32 +141,29 @@ def recall_and_norm(
     e, n = _array("error", error, 1), _array("state_norm", state_norm, 1)
     if e.size != n.size:
         raise ValueError(f"error and state_norm must both be [T], got {e.size} and {n.size}")
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("recall error of the pairs stored so far", "size of the state ‖S_t‖"),
-        horizontal_spacing=0.12,
-    )
-    for col, (y, color, fmt) in enumerate(((e, PALETTE[4], ".3f"), (n, PALETTE[0], ".4g")), start=1):
-        fig.add_trace(
-            go.Scatter(
-                x=np.arange(e.size),
-                y=y,
-                mode="lines+markers",
-                marker=dict(size=4),
-                line=dict(color=color, width=3),
-                showlegend=False,
-                hovertemplate=f"step %{{x}}: %{{y:{fmt}}}<extra></extra>",
-            ),
-            row=1,
-            col=col,
+    data = [
+        dict(
+            type="scatter",
+            x=np.arange(e.size),
+            y=y,
+            mode="lines+markers",
+            marker=dict(size=4),
+            line=dict(color=color, width=3),
+            showlegend=False,
+            hovertemplate=f"step %{{x}}: %{{y:{fmt}}}<extra></extra>",
+            **axis_refs(col),
         )
-    fig.update_xaxes(title_text="step t")
-    fig.update_yaxes(title_text="‖read − v‖ / ‖v‖", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="Frobenius norm", rangemode="tozero", row=1, col=2)
+        for col, (y, color, fmt) in enumerate(((e, PALETTE[4], ".3f"), (n, PALETTE[0], ".4g")))
+    ]
+    layout = subplot_grid(("recall error of the pairs stored so far", "size of the state ‖S_t‖"), spacing=0.12)
+    for axis in ("xaxis", "xaxis2"):
+        layout[axis]["title"] = dict(text="step t")
+    layout["yaxis"].update(title=dict(text="‖read − v‖ / ‖v‖"), rangemode="tozero")
+    layout["yaxis2"].update(title=dict(text="Frobenius norm"), rangemode="tozero")
+    fig = figure(data, layout | house_layout(title=title, height=height))
     if step is not None:
         step_marker(fig, step)
-    return style(fig, title=title, height=height)
+    return fig
 
 
 def recall_by_age(
@@ -166,12 +172,13 @@ def recall_by_age(
     """Recall error of a pair against how many steps ago it was written, one line per memory or setting."""
     if not curves:
         raise ValueError("curves must name at least one line")
-    fig = go.Figure()
+    data = []
     for i, (name, y) in enumerate(curves.items()):
         y = _array(f"curves[{name!r}]", y, 1)
         bold = name == emphasis
-        fig.add_trace(
-            go.Scatter(
+        data.append(
+            dict(
+                type="scatter",
                 x=np.arange(y.size),
                 y=y,
                 name=name,
@@ -181,10 +188,12 @@ def recall_by_age(
                 hovertemplate=f"{name}<br>written %{{x}} steps before: %{{y:.3f}}<extra></extra>",
             )
         )
-    fig.update_xaxes(title_text="age of the pair (steps since it was written)")
-    fig.update_yaxes(title_text="recall error ‖read − v‖ / ‖v‖", rangemode="tozero")
-    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0.0))
-    return style(fig, title=title, height=height)
+    layout = dict(
+        xaxis=dict(title=dict(text="age of the pair (steps since it was written)")),
+        yaxis=dict(title=dict(text="recall error ‖read − v‖ / ‖v‖"), rangemode="tozero"),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0.0),
+    )
+    return figure(data, layout | house_layout(title=title, height=height))
 
 
 def mixing(A: np.ndarray, *, title: str = "", height: int = 440) -> go.Figure:
@@ -227,9 +236,10 @@ def chunk_schedule(
         Panel("inside the chunk: masked attention", intra, "value j", "output t", True, zrange),
         Panel("from earlier chunks: through the state S", inter, "value j", "output t", True, zrange),
     ]
-    fig = animated_heatmaps(panels, step_labels=[str(n) for n in steps], start=first, title=title, height=height)
-    fig.layout.sliders[0].currentvalue.prefix = "chunk "
-    return fig
+    labels = [str(n) for n in steps]
+    return animated_heatmaps(
+        panels, step_labels=labels, start=first, title=title, height=height, slider_prefix="chunk "
+    )
 
 
 def chunk_timing(
@@ -246,30 +256,37 @@ def chunk_timing(
     f = _array("model_flops", model_flops, 1)
     if not c.size == t.size == f.size:
         raise ValueError(f"chunk_sizes, seconds, model_flops need one entry per size, got {c.size}, {t.size}, {f.size}")
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(
-        go.Bar(
-            x=[str(int(x)) for x in c],
+    sizes = [str(int(x)) for x in c]
+    data = [
+        dict(
+            type="bar",
+            x=sizes,
             y=t * 1e3,
             name="measured time (ms)",
-            marker_color=[PALETTE[4] if chosen is not None and int(x) == chosen else PALETTE[0] for x in c],
+            marker=dict(color=[PALETTE[4] if chosen is not None and int(x) == chosen else PALETTE[0] for x in c]),
             hovertemplate="C = %{x}: %{y:.3f} ms<extra></extra>",
+            xaxis="x",
+            yaxis="y",
         ),
-        secondary_y=False,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=[str(int(x)) for x in c],
+        dict(
+            type="scatter",
+            x=sizes,
             y=f,
             name="model: 2LD² + 2LCD FLOPs",
             mode="lines+markers",
             line=dict(color=PALETTE[1], width=3),
             hovertemplate="C = %{x}: %{y:,} FLOPs<extra></extra>",
+            xaxis="x",
+            yaxis="y2",
         ),
-        secondary_y=True,
+    ]
+    # The FLOP model on a second y axis at the right, placed as make_subplots' secondary_y places it.
+    layout = dict(
+        xaxis=dict(anchor="y", domain=[0.0, 0.94], title=dict(text="chunk size C"), type="category"),
+        yaxis=dict(anchor="x", domain=[0.0, 1.0], title=dict(text="ms per call (median)"), rangemode="tozero"),
+        yaxis2=dict(
+            anchor="x", overlaying="y", side="right", title=dict(text="FLOPs (cost model)"), rangemode="tozero"
+        ),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0.0),
     )
-    fig.update_xaxes(title_text="chunk size C", type="category")
-    fig.update_yaxes(title_text="ms per call (median)", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title_text="FLOPs (cost model)", rangemode="tozero", secondary_y=True)
-    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0.0))
-    return style(fig, title=title, height=height)
+    return figure(data, layout | house_layout(title=title, height=height))

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lineage.plots.core import style
+from lineage.plots.core import figure, house_layout
 
 GPU_LINE_GROUP = "gpu"  # legendgroup of the horizontal GPU-memory lines
 COPY_LINE_GROUP = "copy"  # legendgroup of the 100 %-of-copy-bandwidth line
@@ -64,11 +64,12 @@ def cache_vs_length(
     x = _check_1d("seq_lens", seq_lens)
     if not series:
         raise ValueError("series must hold at least one model")
-    fig = go.Figure()
+    data = []
     for i, (name, y) in enumerate(series.items()):
         y = _check_1d(f"series[{name!r}]", y, x.size)
-        fig.add_trace(
-            go.Scatter(
+        data.append(
+            dict(
+                type="scatter",
                 x=x,
                 y=y,
                 mode="lines",
@@ -83,8 +84,9 @@ def cache_vs_length(
         by_size.setdefault(int(size), []).append(name)
     for size, names in sorted(by_size.items()):
         label = f"{format_bytes(size)} GPU ({', '.join(names)})"
-        fig.add_trace(
-            go.Scatter(
+        data.append(
+            dict(
+                type="scatter",
                 x=[x[0], x[-1]],
                 y=[size, size],
                 mode="lines",
@@ -95,21 +97,35 @@ def cache_vs_length(
                 hovertemplate=f"{label}<br>%{{text}}<extra></extra>",
             )
         )
-    if mark_len is not None:
-        fig.add_vline(x=mark_len, line=dict(color="#999999", dash="dash", width=1))
-    fig.update_xaxes(type="log", title_text="context length (tokens)")
     # Plotly's own log ticks say "1B" for a billion, which reads as one byte here: label decades in bytes.
     ys = np.concatenate([np.asarray(y, dtype=float) for y in series.values()] + [np.array(list(by_size), float)])
     ys = ys[ys > 0]
     decades = 10.0 ** np.arange(np.floor(np.log10(ys.min())), np.ceil(np.log10(ys.max())) + 1)
-    fig.update_yaxes(
-        type="log",
-        title_text="bytes held (KV cache + fixed state)",
-        tickvals=decades,
-        ticktext=[format_bytes(d) for d in decades],
+    layout = dict(
+        xaxis=dict(type="log", title=dict(text="context length (tokens)")),
+        yaxis=dict(
+            type="log",
+            title=dict(text="bytes held (KV cache + fixed state)"),
+            tickvals=decades,
+            ticktext=[format_bytes(d) for d in decades],
+        ),
+        hovermode="closest",
+        legend=dict(orientation="v"),
     )
-    fig.update_layout(hovermode="closest", legend=dict(orientation="v"))
-    return style(fig, title=title, height=height)
+    if mark_len is not None:
+        layout["shapes"] = [
+            dict(
+                type="line",
+                x0=mark_len,
+                x1=mark_len,
+                xref="x",
+                y0=0,
+                y1=1,
+                yref="y domain",
+                line=dict(color="#999999", dash="dash", width=1),
+            )
+        ]
+    return figure(data, layout | house_layout(title=title, height=height))
 
 
 def per_layer_bars(
@@ -126,27 +142,30 @@ def per_layer_bars(
     if len(kinds) != cache.size:
         raise ValueError(f"kinds must have {cache.size} entries (one per layer), got {len(kinds)}")
     layers = np.arange(1, cache.size + 1)
-    fig = go.Figure()
-    for name, y, color in (
-        ("KV cache (grows with context)", cache, KIND_COLORS["cache"]),
-        ("state (fixed)", state, KIND_COLORS["state"]),
-    ):
-        fig.add_trace(
-            go.Bar(
-                x=layers,
-                y=y,
-                name=name,
-                marker_color=color,
-                customdata=list(kinds),
-                text=_bytes_text(y),
-                textposition="none",
-                hovertemplate=f"layer %{{x}} (%{{customdata}})<br>{name}: %{{text}}<extra></extra>",
-            )
+    data = [
+        dict(
+            type="bar",
+            x=layers,
+            y=y,
+            name=name,
+            marker=dict(color=color),
+            customdata=list(kinds),
+            text=_bytes_text(y),
+            textposition="none",
+            hovertemplate=f"layer %{{x}} (%{{customdata}})<br>{name}: %{{text}}<extra></extra>",
         )
-    fig.update_layout(barmode="stack", bargap=0.15)
-    fig.update_xaxes(title_text="layer", dtick=1 if cache.size <= 32 else None)
-    fig.update_yaxes(title_text="bytes")
-    return style(fig, title=title, height=height)
+        for name, y, color in (
+            ("KV cache (grows with context)", cache, KIND_COLORS["cache"]),
+            ("state (fixed)", state, KIND_COLORS["state"]),
+        )
+    ]
+    layout = dict(
+        barmode="stack",
+        bargap=0.15,
+        xaxis=dict(title=dict(text="layer"), dtick=1 if cache.size <= 32 else None),
+        yaxis=dict(title=dict(text="bytes")),
+    )
+    return figure(data, layout | house_layout(title=title, height=height))
 
 
 def decode_time_vs_context(
@@ -162,34 +181,35 @@ def decode_time_vs_context(
     x = _check_1d("contexts", contexts)
     if not series:
         raise ValueError("series must hold at least one layer")
-    fig = go.Figure()
-    for i, (name, y) in enumerate(series.items()):
-        y = _check_1d(f"series[{name!r}]", y, x.size)
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=y,
-                mode="lines+markers",
-                name=name,
-                line=dict(color=PALETTE[i % len(PALETTE)], width=3),
-                hovertemplate=f"<b>{name}</b><br>%{{x:,}} tokens: %{{y:.4g}} ms/token<extra></extra>",
-            )
+    data = [
+        dict(
+            type="scatter",
+            x=x,
+            y=_check_1d(f"series[{name!r}]", y, x.size),
+            mode="lines+markers",
+            name=name,
+            line=dict(color=PALETTE[i % len(PALETTE)], width=3),
+            hovertemplate=f"<b>{name}</b><br>%{{x:,}} tokens: %{{y:.4g}} ms/token<extra></extra>",
         )
+        for i, (name, y) in enumerate(series.items())
+    ]
     if floor_ms is not None:
-        y = _check_1d("floor_ms", floor_ms, x.size)
-        fig.add_trace(
-            go.Scatter(
+        data.append(
+            dict(
+                type="scatter",
                 x=x,
-                y=y,
+                y=_check_1d("floor_ms", floor_ms, x.size),
                 mode="lines",
                 name=floor_name,
                 line=dict(color="#666666", dash="dot", width=1.5),
                 hovertemplate=f"{floor_name}<br>%{{x:,}} tokens: %{{y:.4g}} ms<extra></extra>",
             )
         )
-    fig.update_xaxes(type="log", title_text="context length (tokens)")
-    fig.update_yaxes(type="log", title_text="ms per token")
-    return style(fig, title=title, height=height)
+    layout = dict(
+        xaxis=dict(type="log", title=dict(text="context length (tokens)")),
+        yaxis=dict(type="log", title=dict(text="ms per token")),
+    )
+    return figure(data, layout | house_layout(title=title, height=height))
 
 
 def bandwidth_fraction(
@@ -206,8 +226,10 @@ def bandwidth_fraction(
     if not (copy_bytes_per_s > 0 and np.isfinite(copy_bytes_per_s)):
         raise ValueError(f"copy_bytes_per_s must be a positive finite number, got {copy_bytes_per_s}")
     achieved = y * copy_bytes_per_s / 1e9
-    fig = go.Figure(
-        go.Scatter(
+    label = f"memory copy: {copy_bytes_per_s / 1e9:.3g} GB/s"
+    data = [
+        dict(
+            type="scatter",
             x=x,
             y=y,
             mode="lines+markers",
@@ -215,11 +237,9 @@ def bandwidth_fraction(
             line=dict(color=PALETTE[0], width=3),
             customdata=achieved,
             hovertemplate="%{x:,} tokens: %{customdata:.3g} GB/s = %{y:.0%} of copy<extra></extra>",
-        )
-    )
-    label = f"memory copy: {copy_bytes_per_s / 1e9:.3g} GB/s"
-    fig.add_trace(
-        go.Scatter(
+        ),
+        dict(
+            type="scatter",
             x=[x[0], x[-1]],
             y=[1.0, 1.0],
             mode="lines",
@@ -227,8 +247,10 @@ def bandwidth_fraction(
             legendgroup=COPY_LINE_GROUP,
             line=dict(color="#666666", dash="dot", width=1.5),
             hovertemplate=f"{label}<extra></extra>",
-        )
+        ),
+    ]
+    layout = dict(
+        xaxis=dict(type="log", title=dict(text="context length (tokens)")),
+        yaxis=dict(title=dict(text="share of copy bandwidth"), tickformat=".0%", rangemode="tozero"),
     )
-    fig.update_xaxes(type="log", title_text="context length (tokens)")
-    fig.update_yaxes(title_text="share of copy bandwidth", tickformat=".0%", rangemode="tozero")
-    return style(fig, title=title, height=height)
+    return figure(data, layout | house_layout(title=title, height=height))

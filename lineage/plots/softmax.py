@@ -11,9 +11,17 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from lineage.plots.core import Panel, animated_heatmaps, animation_steps, step_marker, style
+from lineage.plots.core import (
+    Panel,
+    animated_heatmaps,
+    animation_steps,
+    axis_refs,
+    figure,
+    house_layout,
+    step_marker,
+    subplot_grid,
+)
 from lineage.plots.memory import PALETTE, format_bytes
 
 UNIT = (0.0, 1.0)  # attention weights
@@ -80,37 +88,34 @@ def recompute_cost(
         step: 0-based step to mark.
     """
     n = _matrix("position", position, 1)
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("Q/K/V rows projected for this token", "attention-layer FLOPs for this token"),
-        horizontal_spacing=0.1,
-    )
-    for col, series in ((1, rows), (2, flops)):
+    data = []
+    for col, series in enumerate((rows, flops)):
         for i, (name, y) in enumerate(zip((RECOMPUTE, CACHED), series, strict=True)):
-            y = _matrix(name, y, 1)
-            fig.add_trace(
-                go.Scatter(
+            data.append(
+                dict(
+                    type="scatter",
                     x=n,
-                    y=y,
+                    y=_matrix(name, y, 1),
                     name=name,
                     legendgroup=name,
-                    showlegend=col == 1,
+                    showlegend=col == 0,
                     mode="lines+markers",
                     marker=dict(size=4),
                     line=dict(color=PALETTE[i], width=3),
                     hovertemplate=f"{name}<br>N = %{{x}} tokens: %{{y:,}}<extra></extra>",
-                ),
-                row=1,
-                col=col,
+                    **axis_refs(col),
+                )
             )
-    fig.update_xaxes(title_text="tokens in the context N")
-    fig.update_yaxes(title_text="rows", row=1, col=1)
-    fig.update_yaxes(title_text="FLOPs", type="log", exponentformat="SI", dtick=1, row=1, col=2)
-    fig.update_layout(legend=dict(orientation="h", y=1.12, yanchor="bottom", x=1.0, xanchor="right"))
+    layout = subplot_grid(("Q/K/V rows projected for this token", "attention-layer FLOPs for this token"), spacing=0.1)
+    for axis in ("xaxis", "xaxis2"):
+        layout[axis]["title"] = dict(text="tokens in the context N")
+    layout["yaxis"]["title"] = dict(text="rows")
+    layout["yaxis2"].update(title=dict(text="FLOPs"), type="log", exponentformat="SI", dtick=1)
+    layout["legend"] = dict(orientation="h", y=1.12, yanchor="bottom", x=1.0, xanchor="right")
+    fig = figure(data, layout | house_layout(title=title, height=height))
     if step is not None:
         step_marker(fig, int(n[step]))
-    return style(fig, title=title, height=height)
+    return fig
 
 
 def kv_cache_growth(
@@ -152,32 +157,32 @@ def cache_traffic(cache_bytes: np.ndarray, *, step: int | None = None, title: st
     """
     held = _matrix("cache_bytes", cache_bytes, 1)
     steps = np.arange(held.size)
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("held after the step = read by the step", "read in total since the first token"),
-        horizontal_spacing=0.12,
-    )
-    for col, (y, color) in enumerate(((held, PALETTE[1]), (np.cumsum(held), PALETTE[4])), start=1):
-        fig.add_trace(
-            go.Scatter(
-                x=steps,
-                y=y,
-                mode="lines+markers",
-                marker=dict(size=4),
-                line=dict(color=color, width=3),
-                showlegend=False,
-                text=[f"{int(b):,} bytes ({format_bytes(float(b))})" for b in y],
-                hovertemplate="step %{x}<br>%{text}<extra></extra>",
-            ),
-            row=1,
-            col=col,
+    data = [
+        dict(
+            type="scatter",
+            x=steps,
+            y=y,
+            mode="lines+markers",
+            marker=dict(size=4),
+            line=dict(color=color, width=3),
+            showlegend=False,
+            text=[f"{int(b):,} bytes ({format_bytes(float(b))})" for b in y],
+            hovertemplate="step %{x}<br>%{text}<extra></extra>",
+            **axis_refs(col),
         )
-    fig.update_xaxes(title_text="step t")
-    fig.update_yaxes(title_text="bytes", rangemode="tozero")
+        for col, (y, color) in enumerate(((held, PALETTE[1]), (np.cumsum(held), PALETTE[4])))
+    ]
+    layout = subplot_grid(
+        ("held after the step = read by the step", "read in total since the first token"), spacing=0.12
+    )
+    for axis in ("xaxis", "xaxis2"):
+        layout[axis]["title"] = dict(text="step t")
+    for axis in ("yaxis", "yaxis2"):
+        layout[axis].update(title=dict(text="bytes"), rangemode="tozero")
+    fig = figure(data, layout | house_layout(title=title, height=height))
     if step is not None:
         step_marker(fig, step)
-    return style(fig, title=title, height=height)
+    return fig
 
 
 def _carried(values: np.ndarray, q_block: np.ndarray, block_size: int, T: int) -> np.ndarray:
@@ -233,9 +238,7 @@ def online_softmax(
         Panel("running sum l", l, "", "query t", False, x_labels=["l"], y_labels=rows, width=0.35),
     ]
     labels = [f"Q{q_block[i]}·K{k_block[i]}" for i in steps]
-    fig = animated_heatmaps(panels, step_labels=labels, start=first, title=title, height=height)
-    fig.layout.sliders[0].currentvalue.prefix = "tile "
-    return fig
+    return animated_heatmaps(panels, step_labels=labels, start=first, title=title, height=height, slider_prefix="tile ")
 
 
 def io_bytes(
@@ -243,14 +246,15 @@ def io_bytes(
 ) -> go.Figure:
     """Slow-memory bytes of standard and tiled attention for one head against sequence length (log-log)."""
     x = _matrix("seq_lens", seq_lens, 1)
-    fig = go.Figure()
+    data = []
     for name, y, color in (
         ("standard: S and P go through slow memory", standard, PALETTE[4]),
         ("tiled (FlashAttention): only Q, K, V and O do", tiled, PALETTE[2]),
     ):
         y = _matrix(name, y, 1)
-        fig.add_trace(
-            go.Scatter(
+        data.append(
+            dict(
+                type="scatter",
                 x=x,
                 y=y,
                 name=name,
@@ -260,7 +264,9 @@ def io_bytes(
                 hovertemplate=f"{name}<br>T = %{{x:,}}: %{{text}}<extra></extra>",
             )
         )
-    fig.update_xaxes(type="log", title_text="sequence length T (tokens)")
-    fig.update_yaxes(type="log", title_text="bytes moved, one head", exponentformat="SI")
-    fig.update_layout(legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0.0))
-    return style(fig, title=title, height=height)
+    layout = dict(
+        xaxis=dict(type="log", title=dict(text="sequence length T (tokens)")),
+        yaxis=dict(type="log", title=dict(text="bytes moved, one head"), exponentformat="SI"),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0.0),
+    )
+    return figure(data, layout | house_layout(title=title, height=height))

@@ -1,0 +1,160 @@
+"""Every figure builder's output passes Plotly's full validation unchanged.
+
+The builders assemble figures as plain dicts and skip validation when wrapping them (``lineage.plots.core.figure``),
+so a misspelt property would otherwise reach the browser, which ignores it silently. Here each figure is rebuilt with
+validation on: an invalid property raises, and a value Plotly would have coerced (a colour scale by name, say) shows
+up as a difference.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from lineage import demo, lab, plots
+
+RNG = np.random.default_rng(0)
+SCHEDULE = ("kda", "kda", "mla", "kda")
+LAYER_BYTES = np.cumsum(RNG.integers(1, 5, size=(6, 4)), axis=0) * 100
+LENS = np.array([1, 10, 100, 1000])
+
+
+@pytest.fixture(scope="module")
+def runs():
+    lab_settings = lab.LabSettings(d_k=8, keys="random", noise=0.0, seed=0)
+    return dict(
+        softmax=demo.run_softmax(T=12, n_heads=2, head_dim=4, block_size=4),
+        linear=demo.run_stage("linear_attention", 10, 4, 5, 0, repeats=1),
+        delta=demo.run_stage("deltanet", 10, 4, 5, 0, repeats=1),
+        mamba2=demo.run_stage("mamba2", 10, 4, 5, 0, demo.GateRule(alpha=0.9, alpha_jitter=1.0), repeats=1),
+        kda=demo.run_stage("kda", 10, 4, 5, 0, demo.GateRule(alpha=0.99, alpha_min=0.5), repeats=1),
+        sweep=demo.chunk_size_sweep(16, 4, 0, repeats=1),
+        overwrite=lab.overwrite(lab_settings, lab.OVERWRITE_GATES, n_between=2),
+        capacity=lab.capacity(lab_settings, lab.CAPACITY_GATES, n_max=12, trials=1),
+        topic=lab.topic_switch(lab_settings, lab.TOPIC_GATES, n_a=6, n_b=4),
+        retention=lab.retention(lab_settings, lab.RETENTION_GATES, n_long=2, n_short=6),
+        needle=lab.needle(lab_settings, lab.RETENTION_GATES, n_fill=8),
+    )
+
+
+def _softmax(r):
+    sm = r["softmax"]
+    cost, tiled = sm.cost, sm.tiled
+    return {
+        "attention_growth": lambda: plots.attention_growth(sm.trace.attn, start=3, title="t"),
+        "recompute_cost": lambda: plots.recompute_cost(
+            cost.position,
+            (cost.rows_recompute, cost.rows_cached),
+            (cost.flops_recompute, cost.flops_cached),
+            step=3,
+            title="t",
+        ),
+        "kv_cache_growth": lambda: plots.kv_cache_growth(sm.trace.keys, sm.trace.values, sm.trace.attn, start=3),
+        "cache_traffic": lambda: plots.cache_traffic(sm.trace.cache_bytes, step=2, title="t"),
+        "online_softmax": lambda: plots.online_softmax(
+            sm.scores, tiled.q_block, tiled.k_block, tiled.m_steps, tiled.l_steps, tiled.block_size, title="t"
+        ),
+        "io_bytes": lambda: plots.io_bytes(sm.io_seq_lens, sm.io_standard, sm.io_tiled, title="t"),
+    }
+
+
+def _linear(r):
+    la, dn = r["linear"], r["delta"]
+    rec = demo.recall(la)
+    return {
+        "write_and_state": lambda: plots.write_and_state(la.k, la.trace.delta[0, 0], la.states, start=4, title="t"),
+        "delta_rule_steps": lambda: plots.delta_rule_steps(
+            dn.k, dn.trace.read[0, 0], dn.v, dn.trace.delta[0, 0], dn.states, start=2, title="t"
+        ),
+        "recall_and_norm": lambda: plots.recall_and_norm(rec.by_step, rec.state_norm, step=3, title="t"),
+        "recall_by_age": lambda: plots.recall_by_age({"a": rec.by_age, "b": 2 * rec.by_age}, emphasis="a"),
+        "mixing": lambda: plots.mixing(demo.mixing_matrix(la), title="t"),
+        "chunk_schedule": lambda: plots.chunk_schedule(demo.mixing_matrix(dn), 4, title="t"),
+        "chunk_timing": lambda: plots.chunk_timing(
+            r["sweep"].chunk_sizes, r["sweep"].seconds, r["sweep"].model_flops, chosen=4, title="t"
+        ),
+    }
+
+
+def _gated(r):
+    m2, kd = r["mamba2"], r["kda"]
+    return {
+        "over_time": lambda: plots.over_time(
+            {"a": np.linspace(0, 1, 10), "b": np.ones(10)}, title="t", y_title="y", step=3, y_range=(0, 1.05)
+        ),
+        "gates_by_channel": lambda: plots.gates_by_channel(kd.trace.decay[0, 0], title="t", step=4),
+        "retention_map": lambda: plots.retention_map(demo.retention(m2.g)[:, :, 0], title="t"),
+        "channel_retention": lambda: plots.channel_retention(
+            {"a": demo.retention(kd.g)[0], "b": demo.retention(m2.g)[0]}, title="t"
+        ),
+        "decay_mask_and_attention": lambda: plots.decay_mask_and_attention(
+            demo.decay_mask(m2.g)[:, :, 0], demo.mixing_matrix(m2), title="t", step=3
+        ),
+        "state_animation": lambda: plots.state_animation(
+            {"a": kd.states}, gate=kd.trace.decay[0, 0], title="t", start=5
+        ),
+    }
+
+
+def _memory_and_hybrid():
+    return {
+        "cache_vs_length": lambda: plots.cache_vs_length(
+            LENS, {"a": LENS * 10}, gpu_memory={"H100": 8e10, "A100": 8e10}, mark_len=100
+        ),
+        "per_layer_bars": lambda: plots.per_layer_bars(SCHEDULE, np.array([0, 0, 5000, 0]), np.full(4, 100)),
+        "decode_time_vs_context": lambda: plots.decode_time_vs_context(
+            LENS, {"KV": LENS * 0.1, "KDA": np.ones(4)}, floor_ms=LENS * 0.01
+        ),
+        "bandwidth_fraction": lambda: plots.bandwidth_fraction(
+            LENS, np.array([0.1, 0.5, 0.9, 1.1]), copy_bytes_per_s=1e10
+        ),
+        "decode_bytes_animation": lambda: plots.decode_bytes_animation(SCHEDULE, LAYER_BYTES, title="t", start=2),
+        "bytes_by_layer_and_time": lambda: plots.bytes_by_layer_and_time(SCHEDULE, LAYER_BYTES, title="t", step=2),
+    }
+
+
+def _lab(r):
+    return {
+        "overwrite_vectors": lambda: plots.overwrite_vectors(r["overwrite"]),
+        "overwrite_blend": lambda: plots.overwrite_blend(r["overwrite"]),
+        "capacity_curves": lambda: plots.capacity_curves(r["capacity"]),
+        "topic_switch_figure": lambda: plots.topic_switch_figure(r["topic"]),
+        "retention_figure": lambda: plots.retention_figure(r["retention"]),
+        "needle_curves": lambda: plots.needle_curves(r["needle"]),
+    }
+
+
+BUILDERS = [
+    "attention_growth", "recompute_cost", "kv_cache_growth", "cache_traffic", "online_softmax", "io_bytes",
+    "write_and_state", "delta_rule_steps", "recall_and_norm", "recall_by_age", "mixing", "chunk_schedule",
+    "chunk_timing", "over_time", "gates_by_channel", "retention_map", "channel_retention", "decay_mask_and_attention",
+    "state_animation", "cache_vs_length", "per_layer_bars", "decode_time_vs_context", "bandwidth_fraction",
+    "decode_bytes_animation", "bytes_by_layer_and_time", "overwrite_vectors", "overwrite_blend", "capacity_curves",
+    "topic_switch_figure", "retention_figure", "needle_curves",
+]  # fmt: skip
+
+
+def test_every_builder_is_covered():
+    exported = {name for name in plots.__all__ if name[0].islower()}
+    helpers = {"animated_heatmaps", "animation_steps", "color_range", "format_bytes", "frame_indices", "heatmaps"}
+    helpers |= {"play_controls", "step_marker", "style"}
+    assert exported - helpers == set(BUILDERS)
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_a_builders_figure_is_what_validation_makes_of_it(runs, name):
+    build = (_softmax(runs) | _linear(runs) | _gated(runs) | _memory_and_hybrid() | _lab(runs))[name]
+    fig = build()
+    spec = json.loads(pio.to_json(fig, validate=False))
+    validated = go.Figure(fig.to_dict())  # raises on any property Plotly does not know or accept
+    assert json.loads(pio.to_json(validated, validate=False)) == spec
+
+
+def test_style_gives_any_figure_the_house_template():
+    fig = plots.style(go.Figure(go.Scatter(y=[1, 2])), title="t", height=300)
+    assert fig.layout.template == go.Figure(layout=dict(template="plotly_white")).layout.template
+    assert (fig.layout.title.text, fig.layout.height) == ("t", 300)
