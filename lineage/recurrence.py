@@ -233,17 +233,17 @@ def _exact_products(q, k, G):
     return assemble(q, diag_P), assemble(k, diag_M)
 
 
-def _chunk_products(q, k, G, scale, *, with_m=True, q_exp=None, k_exp=None, k_inv=None, hard=None):
+def _chunk_products(q, k, G, scale, beta=None, *, q_exp=None, kb_exp=None, k_inv=None, hard=None):
     """The two decayed products of a chunk, on its lower triangle (zero above):
 
-        P_ij = scale · Σ_c q_ic k_jc exp(G_ic − G_jc)   i ≥ j   (the read mask includes the diagonal)
-        M_ij =         Σ_c k_ic k_jc exp(G_ic − G_jc)   i > j   (the WY mask excludes it)
+        P_ij = scale · Σ_c q_ic k_jc exp(G_ic − G_jc)     i ≥ j   (the read mask includes the diagonal)
+        M_ij = β_i   · Σ_c k_ic k_jc exp(G_ic − G_jc)     i > j   (the WY mask excludes it)
 
     Args: q, k [Z, C, K] for Z chunks; G [Z, C, 1] (scalar gate), [Z, C, K] (per channel) or None (no gate),
-    the inclusive within-chunk cumulative log-decay. Returns (P, M), each [Z, C, C]; M is None if ``with_m``
-    is False (additive writes need no WY correction). The caller may pass what it has already computed:
-    q ⊙ exp G, k ⊙ exp G, and k ⊙ exp(−G) with the mask of hard chunks from :func:`_decay_factors`. The read
-    scale rides on the matrix product (its alpha), costing no extra pass.
+    the inclusive within-chunk cumulative log-decay; beta [Z, C, 1] or None. Returns (P, M), each [Z, C, C]; M is
+    None without beta (additive writes need no WY correction). The caller may pass what it has already computed:
+    q ⊙ exp G, β k ⊙ exp G, and k ⊙ exp(−G) with the mask of hard chunks from :func:`_decay_factors`. The read
+    scale rides on the matrix product (its alpha) and β on the left factor, costing no extra pass.
 
     Where a chunk's decay span is moderate, exp(G) and exp(−G) are both representable and the decay factors
     out of the channel sum: P = (q ⊙ exp G)(k ⊙ exp(−G))ᵀ is one matrix product, for a scalar gate and a
@@ -257,15 +257,15 @@ def _chunk_products(q, k, G, scale, *, with_m=True, q_exp=None, k_exp=None, k_in
     if G is None:  # no gate: the causal mask is the only decay
         kt = k.transpose(-2, -1)
         P = torch.baddbmm(none, q, kt, beta=0, alpha=scale).masked_fill_(above, 0.0)
-        return P, ((k @ kt).masked_fill_(on_or_above, 0.0) if with_m else None)
+        return P, (None if beta is None else ((k * beta) @ kt).masked_fill_(on_or_above, 0.0))
 
-    if q_exp is None or k_exp is None or k_inv is None or hard is None:
+    if q_exp is None or k_inv is None or hard is None or (beta is not None and kb_exp is None):
         eG = torch.exp(G)
-        q_exp, k_exp = q * eG, k * eG
+        q_exp, kb_exp = q * eG, (None if beta is None else k * (eG * beta))
         k_inv, hard = _decay_factors(k, G)
     k_inv_t = k_inv.transpose(-2, -1)
     P = torch.baddbmm(none, q_exp, k_inv_t, beta=0, alpha=scale).masked_fill_(above, 0.0)
-    M = (k_exp @ k_inv_t).masked_fill_(on_or_above, 0.0) if with_m else None
+    M = None if beta is None else (kb_exp @ k_inv_t).masked_fill_(on_or_above, 0.0)
     if hard.any():
         qh, kh, Gh = scale * q[hard], k[hard], G[hard]
         if G.shape[-1] == 1:
@@ -275,8 +275,8 @@ def _chunk_products(q, k, G, scale, *, with_m=True, q_exp=None, k_exp=None, k_in
         else:
             exact_P, exact_M = _exact_products(qh, kh, Gh)
         P[hard] = exact_P
-        if with_m:
-            M[hard] = exact_M
+        if M is not None:
+            M[hard] = exact_M * beta[hard]
     return P, M
 
 
@@ -284,13 +284,13 @@ def _decay_factors(k, G):
     """k ⊙ exp(−G) for the factorised products, and which chunks are too hard for it.
 
     A chunk is hard when its strongest channel decays by more than :func:`_factor_bound` over the chunk: there
-    exp(−G) would overflow, so it is clamped here and every product that used it is recomputed exactly.
+    exp(−G) would overflow, so it is clamped (only then) and every product that used it is recomputed exactly.
     Returns (k_inv [Z, C, K], hard [Z] bool).
     """
     bound = _factor_bound(G.dtype)
     hard = -G[..., -1, :].amin(dim=-1) > bound  # (Z,): the strongest channel's decay over each chunk
     # exp(−G) rather than 1 / exp(G): the same where it matters, and its derivative stays finite where clamped
-    return k * torch.exp(-G.clamp(min=-bound)), hard
+    return k * torch.exp(-(G.clamp(min=-bound) if hard.any() else G)), hard
 
 
 def _intra_chunk(q, k, v, G, beta, rule, scale):
@@ -303,15 +303,17 @@ def _intra_chunk(q, k, v, G, beta, rule, scale):
         the values to write: V (additive) or [U | W] = A [V | K ⊙ exp G] in one tensor (delta),
         k_dec = k ⊙ exp(G_last − G), each key's decay to the chunk end.
     """
-    with_m = rule == "delta"
+    b = None if rule == "additive" else beta[..., None]  # (Z, C, 1)
     if G is None:  # no gate: nothing decays, nothing to exponentiate
-        q_dec, k_exp, k_dec = q, k, k
-        P, M = _chunk_products(q, k, None, scale, with_m=with_m)
+        q_dec, k_dec = q, k
+        kb_exp = None if b is None else k * b
+        P, M = _chunk_products(q, k, None, scale, b)
     else:  # the exponentials are shared by P, M and k_dec
         eG = torch.exp(G)
-        q_dec, k_exp = q * eG, k * eG  # how each query and key sees the chunk's incoming state
+        q_dec = q * eG  # how each query sees the chunk's incoming state
+        kb_exp = None if b is None else k * (eG * b)  # … and each key, weighted by its write strength
         k_inv, hard = _decay_factors(k, G)
-        P, M = _chunk_products(q, k, G, scale, with_m=with_m, q_exp=q_dec, k_exp=k_exp, k_inv=k_inv, hard=hard)
+        P, M = _chunk_products(q, k, G, scale, b, q_exp=q_dec, kb_exp=kb_exp, k_inv=k_inv, hard=hard)
         k_dec = k_inv * eG[..., -1:, :]  # exp(G_last)·exp(−G): one product instead of another exponential
         if hard.any():  # … except where exp(−G) was clamped
             k_dec[hard] = k[hard] * torch.exp(G[hard][..., -1:, :] - G[hard])
@@ -319,10 +321,9 @@ def _intra_chunk(q, k, v, G, beta, rule, scale):
         return q_dec, P, v, k_dec
     # WY / UT representation: A = (I + StrictTril(diag(β) M))⁻¹ diag(β). W = A (K ⊙ exp G) carries the incoming
     # state's part of each corrected value. Both right-hand sides go through one triangular solve.
-    b = beta[..., None]
-    rhs = torch.cat([(v * b).mT, (k_exp * b).mT], dim=-2).mT  # diag(β) [V | K ⊙ exp G], column-major for LAPACK
+    rhs = torch.cat([(v * b).mT, kb_exp.mT], dim=-2).mT  # diag(β) [V | K ⊙ exp G], column-major for LAPACK
     # I + StrictTril(diag(β) M): the solve takes the unit diagonal as given and reads only the strict triangle
-    values = torch.linalg.solve_triangular(M * b, rhs, upper=False, unitriangular=True)  # [U | W]
+    values = torch.linalg.solve_triangular(M, rhs, upper=False, unitriangular=True)  # [U | W]
     return q_dec, P, values, k_dec
 
 
@@ -377,7 +378,9 @@ def chunk_memory(
     beta = None if beta is None else beta.reshape(Z, C)
     # 2. cumulative log-decay, restarted in every chunk (never across chunks: keeps G small and finite);
     #    a wipe (−inf) is clamped to −GATE_FLOOR so that differences G_i − G_j never meet −inf − (−inf)
-    G = torch.cumsum(g.clamp(min=-GATE_FLOOR).reshape(Z, C, g.shape[-1]), dim=-2) if gated else None
+    G = torch.cumsum(g.reshape(Z, C, g.shape[-1]), dim=-2) if gated else None
+    if gated and G[:, -1].amin() < -GATE_FLOOR:  # g ≤ 0, so a chunk's total is below each of its steps
+        G = torch.cumsum(g.clamp(min=-GATE_FLOOR).reshape(Z, C, g.shape[-1]), dim=-2)
     # 3. intra-chunk work for all chunks at once
     q_dec, P, values, k_dec = _intra_chunk(q, k, v, G, beta, rule, scale)
     # 4. fold what does not need the incoming state S_n into per-chunk matrices, batched over chunks:
