@@ -385,36 +385,34 @@ def chunk_memory(
     q_dec, P, values, k_dec = _intra_chunk(q, k, v, G, beta, rule, scale)
     # 4. fold what does not need the incoming state S_n into per-chunk matrices, batched over chunks:
     #    O_n = (scale·Q ⊙ exp G − P W) S_n + P U      S_{n+1} = (Diag(exp G_last) − K_decᵀ W) S_n + K_decᵀ U
-    #    (additive: W = 0)
+    #    (additive: W = 0). With the delta rule [U | W] is one matrix, so each pair of products is one product.
     k_dec_t = k_dec.transpose(-2, -1)  # (Z, K, C)
     chunk_decay = torch.exp(G[:, -1, :]) if gated else None  # (Z, 1|K): α accumulated over each whole chunk
     # the hand-off between chunks runs chunk-major, (N, BH, ·): chunk n of every head is one slice
     chunk_major = functools.partial(_chunk_major, BH=BH, N=N)
     if rule == "additive":
-        U, q_state, out_scale, mix = values, q_dec, scale, None
-        state_in = chunk_major(k_dec_t @ U)  # (N, BH, K, V)
+        o_intra, q_state, mix = P @ values, q_dec, None
+        state_in = chunk_major(k_dec_t @ values)  # (N, BH, K, V)
     else:
-        U, W = values[..., :V], values[..., V:]
-        q_state, out_scale = torch.baddbmm(q_dec, P, W, beta=scale, alpha=-1), 1.0  # scale·Q ⊙ exp G − P W
-        KUW = k_dec_t @ values  # (Z, K, V + K): [K_decᵀ U | K_decᵀ W] in one product
+        PUW, KUW = P @ values, k_dec_t @ values  # [P U | P W] (Z, C, V + K) and [K_decᵀ U | K_decᵀ W] (Z, K, V + K)
+        o_intra, q_state = PUW[..., :V], torch.add(q_dec, PUW[..., V:], alpha=-1 / scale)  # Q ⊙ exp G − P W / scale
         state_in, mix = chunk_major(KUW[..., :V]), chunk_major(KUW[..., V:]).neg()  # −K_decᵀ W
         mix.diagonal(dim1=-2, dim2=-1).add_(1.0 if chunk_decay is None else chunk_major(chunk_decay))
-    o_intra = P @ U  # (Z, C, V)
     # 5. the sequential hand-off, S_{n+1} = mix_n S_n + state_in_n: one product per chunk (plain out-of-place ops,
-    #    so autograd can differentiate through it)
+    #    so autograd can differentiate through it); each chunk's incoming state is kept, batch-major, for step 6
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
+    starts = q.new_empty(BH, N, K, V)
     if mix is None and chunk_decay is None:  # linear attention: the state is a running sum
-        after = S + torch.cumsum(state_in, dim=0)
-        starts = torch.cat([S[None], after[:-1]])
+        after = S + torch.cumsum(state_in, dim=0)  # (N, BH, K, V)
+        starts[:, 0], starts[:, 1:], S = S, after[:-1].transpose(0, 1), after[-1]
     else:
-        states = [S]
         decay = None if mix is not None else chunk_major(chunk_decay)[..., None]  # (N, BH, 1|K, 1)
         for n in range(N):  # delta rule: a K×K by K×V product; gated additive: a multiply-add
+            starts[:, n] = S
             S = torch.baddbmm(state_in[n], mix[n], S) if mix is not None else torch.addcmul(state_in[n], decay[n], S)
-            states.append(S)
-        starts, after = torch.stack(states[:-1]), states[-1][None]
-    S = after[-1].reshape(B, H, K, V)
-    o = torch.baddbmm(o_intra, q_state, starts.transpose(0, 1).reshape(Z, K, V), alpha=out_scale)
+    S = S.reshape(B, H, K, V)
+    # 6. outputs of all chunks at once: O_n = P U + scale (Q ⊙ exp G − P W / scale) S_n
+    o = torch.baddbmm(o_intra, q_state, starts.view(Z, K, V), alpha=scale)
     o = o.view(B, H, N * C, V)[:, :, :T]
     return o.to(out_dtype), (S if output_final_state else None)
 
