@@ -3,8 +3,9 @@
 Times the recurrent (reference loop), chunked and — where its T×T memory fits — parallel form of every
 linear-memory op at one shape (default B=1, H=4, T=4096, K=V=64, fp32), and the decode step: one token
 against a fixed state (linear family) and against a KV cache (softmax) at two context lengths. Every number is
-the median of several runs after a warm-up, with GPU work synchronised; ratios are computed within one run.
-The machine is shared and noisy: compare ratios, not absolute times across runs.
+the median of several runs after a warm-up, with GPU work synchronised; the forms of one op are timed in
+interleaved rounds, so ratios compare runs made side by side. The machine is shared and noisy: compare ratios,
+not absolute times across runs.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ class BenchConfig:
     K: int = 64
     V: int = 64
     chunk_size: int = 64
-    repeats: int = 5  # median of this many timed runs (after one warm-up)
-    recurrent_repeats: int = 3  # the reference loop is slow; fewer runs keep the benchmark short
+    repeats: int = 7  # median of this many timed runs (after one warm-up)
+    recurrent_repeats: int = 5  # the reference loop is slow; fewer runs keep the benchmark short
     decode_contexts: tuple[int, ...] = (1024, 65536)
 
 
@@ -120,18 +121,41 @@ def _parallel_bytes(cfg: BenchConfig, gate: str) -> int:
     return cfg.B * cfg.H * cfg.T * cfg.T * per_pair * 4
 
 
+def interleaved_medians(
+    fns: dict[str, tuple[Callable[[], object], int]], device: torch.device, warmup: int = 1
+) -> dict[str, float]:
+    """Median wall time of each ``name: (fn, repeats)``, timed in interleaved rounds (one run of each per round).
+
+    On a shared machine the speed drifts over seconds; timing the forms of one op side by side, round after round,
+    lets that drift hit all of them alike, so their ratio is steadier than if each were timed in its own block.
+    """
+    for fn, _ in fns.values():
+        for _ in range(warmup):
+            fn()
+    synchronize(device)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for i in range(max(reps for _, reps in fns.values())):
+        for name, (fn, reps) in fns.items():
+            if i < reps:
+                t0 = time.perf_counter()
+                fn()
+                synchronize(device)
+                times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 def bench_ops(cfg: BenchConfig, device: torch.device, progress: Callable[[str], None] | None = None) -> list[OpTiming]:
     out = []
     for name, (op, gate) in _ops(cfg, device).items():
-        seconds: dict[str, float | None] = {}
-        for mode in ("recurrent", "chunk", "parallel"):
-            if progress:
-                progress(f"{name} {mode}")
-            if mode == "parallel" and _parallel_bytes(cfg, gate) > PARALLEL_MAX_BYTES:
-                seconds[mode] = None
-                continue
-            reps = cfg.recurrent_repeats if mode == "recurrent" else cfg.repeats
-            seconds[mode] = median_time(lambda op=op, mode=mode: op(mode=mode, chunk_size=cfg.chunk_size), device, reps)
+        if progress:
+            progress(name)
+        # the parallel form takes seconds at T = 4096: as few runs as the recurrent one
+        reps = {"recurrent": cfg.recurrent_repeats, "chunk": cfg.repeats, "parallel": cfg.recurrent_repeats}
+        if _parallel_bytes(cfg, gate) > PARALLEL_MAX_BYTES:
+            del reps["parallel"]
+        fns = {mode: (lambda op=op, mode=mode: op(mode=mode, chunk_size=cfg.chunk_size), n) for mode, n in reps.items()}
+        seconds: dict[str, float | None] = {"recurrent": None, "chunk": None, "parallel": None}
+        seconds.update(interleaved_medians(fns, device))
         out.append(OpTiming(name, seconds))
     return out
 
