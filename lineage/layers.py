@@ -199,6 +199,8 @@ class LinearMemoryMixer(nn.Module):
             q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
         g, beta = self.gates(x) if self.stage != "mamba2" else (None, None)
         S0 = cache.S if cache else None
+        if x.shape[1] == 1 and mode == "chunk":  # a decode step is one step of the recurrence: no chunk to batch
+            mode = "recurrent"
         kw = dict(initial_state=S0, output_final_state=True, mode=mode, chunk_size=self.cfg.chunk_size)
         if self.stage == "linear_attention":
             o, S = linear_attention(q, k, v, **kw)
