@@ -11,6 +11,7 @@ import numpy  # noqa: F401
 import pandas  # noqa: F401
 import plotly.graph_objects  # noqa: F401
 import torch  # noqa: F401
+import torch.fx.experimental.symbolic_shapes  # noqa: F401  (Module.to_empty, on the softmax pages, pulls in sympy: 0.5 s)
 from streamlit.web import cli
 
 import lineage.demo  # noqa: F401

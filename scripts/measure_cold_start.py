@@ -2,7 +2,7 @@
 
     python scripts/measure_cold_start.py            # 5 cold starts, then the memory of one server after every page
     python scripts/measure_cold_start.py --runs 3 --json artifacts/cold-start.json
-    python scripts/measure_cold_start.py --preload  # the same, with torch & co. imported before the server answers
+    python scripts/measure_cold_start.py --preload  # the same, started by serve.py (heavy imports done before health)
 
 Each run starts a new ``streamlit run app.py`` and, once ``/_stcore/health`` answers, opens the home page in a new
 context of a headless Chromium (Debian's, at /usr/bin/chromium, offline: requests to other hosts are aborted) and
@@ -17,7 +17,8 @@ times the first Plotly chart drawn (``.js-plotly-plot .main-svg``). Each run als
 Then one server serves every page of ``ui.nav.PAGES`` once (a deep link each, waiting for all charts; on the Live
 benchmark page it also presses "Run benchmark", as visitors will, unless --no-benchmark) and its resident memory is
 read with any child processes' (psutil when installed, else /proc/<pid>/status VmRSS), with the server's peak
-(VmHWM). Targets: first chart ≤ 5 s after health, RSS ≤ 1 GB. --preload starts the server the way PRELOAD describes.
+(VmHWM). Targets: first chart ≤ 5 s after health, RSS ≤ 1 GB. --preload starts the server with serve.py, as the
+container does.
 """
 
 from __future__ import annotations
@@ -83,16 +84,8 @@ def healthy(url: str) -> bool:
         return False
 
 
-# --preload: import what the first script run would import (torch above all: about 2 of the 2.6 s) before the server
-# answers, then hand over to Streamlit's own command line — `streamlit run`, in a process that has paid for them.
-PRELOAD = (
-    "import sys, torch, numpy, pandas, plotly.graph_objects, lineage.demo, lineage.plots, ui.common, ui.classroom; "
-    "from streamlit.web import cli; sys.argv[0] = 'streamlit'; cli.main()"
-)
-
-
 class Server:
-    """``streamlit run app.py`` on a free port, as the end-to-end tests start it (``preload``: see PRELOAD)."""
+    """``streamlit run app.py`` on a free port, as the end-to-end tests start it (``preload``: by serve.py instead)."""
 
     def __init__(self, log_path: Path, preload: bool = False):
         self.port = free_port()
@@ -100,7 +93,7 @@ class Server:
         self.log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            [sys.executable, *(["-c", PRELOAD] if preload else ["-m", "streamlit"]), "run", "app.py"]
+            [sys.executable, *(["serve.py"] if preload else ["-m", "streamlit", "run", "app.py"])]
             + ["--server.headless", "true"]
             + ["--server.port", str(self.port), "--browser.gatherUsageStats", "false"],
             cwd=ROOT,
@@ -259,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         "--no-benchmark", action="store_true", help="visit the Live benchmark page without pressing Run benchmark"
     )
     parser.add_argument(
-        "--preload", action="store_true", help="start the server with torch & co. already imported (see PRELOAD)"
+        "--preload", action="store_true", help="start the server with serve.py (torch & co. imported before it answers)"
     )
     args = parser.parse_args(argv)
     if not CHROMIUM.exists():
@@ -272,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         browser.new_context().close()  # the browser's own start-up is not the app's
         runs = []
-        how = "preloaded" if args.preload else "plain `streamlit run app.py`"
+        how = "serve.py" if args.preload else "plain `streamlit run app.py`"
         print(f"cold start → first chart on the home page, {args.runs} fresh servers, {how} ({os.cpu_count()} CPUs)")
         print("  run  health  first chart  (boot  script  draw)")
         for i in range(args.runs):
