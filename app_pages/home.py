@@ -4,11 +4,11 @@ visitor sees drawn), then its table, the write-rule Ã— gate grid and the 22,580Ã
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from lineage import memory, plots, stages
 from ui.classroom import chart
+from ui.common import markdown_table
 from ui.nav import PAGES
 
 st.title("Attention Lineage")
@@ -46,20 +46,21 @@ st.caption(
 )
 
 st.subheader("The lineage")
-table = pd.DataFrame(
-    [
-        {
-            "Stage": s.title,
-            "Representative": s.representative,
-            "Year": s.year,
-            "Memory mechanism": s.mechanism,
-            "Problem solved": s.problem_solved,
-            "Cost introduced": s.cost_introduced,
-        }
-        for s in stages.STAGES
-    ]
+st.markdown(
+    markdown_table(
+        [
+            {
+                "Stage": s.title,
+                "Representative": s.representative,
+                "Year": s.year,
+                "Memory mechanism": s.mechanism,
+                "Problem solved": s.problem_solved,
+                "Cost introduced": s.cost_introduced,
+            }
+            for s in stages.STAGES
+        ]
+    )
 )
-st.table(table, hide_index=True, border="horizontal")
 
 st.subheader("One recurrence, six cells")
 st.markdown(

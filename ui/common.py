@@ -49,6 +49,25 @@ def device_label() -> str:
     return device_info().label
 
 
+def markdown_table(rows: list[dict[str, object]]) -> str:
+    """A Markdown table of ``rows`` (one dict per row; the first row's keys are the header), for ``st.markdown``.
+
+    The home page shows its table this way rather than with ``st.table``: a table element makes the browser load
+    and parse Streamlit's Arrow machinery (about 1 MB of JavaScript) while the page's first chart is still waiting
+    for plotly.js, on the same main thread. Pipes and backslashes in cells are escaped, line breaks flattened.
+    """
+    if not rows:
+        raise ValueError("markdown_table needs at least one row")
+
+    def cell(x: object) -> str:
+        return str(x).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+    header = list(rows[0])
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(row[h]) for h in header) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def stage_header(stage_key: str) -> stages.Stage:
     """Title, paper, and the stage's one problem solved and one cost introduced."""
     s = stages.stage(stage_key)

@@ -7,11 +7,13 @@ One AppTest per page, walked through a few control changes, keeps this affordabl
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from lineage import demo, memory, stages
 from lineage.softmax import KVCache, standard_attention_io_bytes, tiled_attention_io_bytes
-from tests.app.util import figure, rerun, run_page, z_of
+from tests.app.util import figure, markdown_table, parse_markdown_table, rerun, run_page, z_of
+from ui import common
 from ui.nav import PAGES
 
 
@@ -39,13 +41,28 @@ def cache_nbytes(n_heads: int, head_dim: int, T: int) -> int:
     return cache.nbytes
 
 
+def test_markdown_table_escapes_cells_and_reads_back():
+    rows = [{"name": "a|b", "path": "C:\\x\\|y", "n": 3}, {"name": "two\nlines", "path": "", "n": 4.5}]
+    text = common.markdown_table(rows)
+    assert text.splitlines()[:2] == ["| name | path | n |", "|---|---|---|"]
+    back = parse_markdown_table(text)
+    assert back == [
+        {"name": "a|b", "path": "C:\\x\\|y", "n": "3"},
+        {"name": "two lines", "path": "", "n": "4.5"},
+    ]
+    with pytest.raises(ValueError, match="at least one row"):
+        common.markdown_table([])
+
+
 def test_home_page():
     at = run_page("home")
-    table = at.table[0].value
-    assert table["Stage"].tolist() == [s.title for s in stages.STAGES]
-    assert table["Year"].tolist() == [s.year for s in stages.STAGES]
-    assert table["Problem solved"].tolist() == [s.problem_solved for s in stages.STAGES]
-    assert table["Cost introduced"].tolist() == [s.cost_introduced for s in stages.STAGES]
+    rows = markdown_table(at, "Stage")
+    assert [r["Stage"] for r in rows] == [s.title for s in stages.STAGES]
+    assert [r["Year"] for r in rows] == [str(s.year) for s in stages.STAGES]
+    assert [r["Memory mechanism"] for r in rows] == [s.mechanism for s in stages.STAGES]
+    assert [r["Problem solved"] for r in rows] == [s.problem_solved for s in stages.STAGES]
+    assert [r["Cost introduced"] for r in rows] == [s.cost_introduced for s in stages.STAGES]
+    assert not at.table and not at.dataframe  # the home page loads no Arrow table machinery before its chart
 
     ratio = memory.lineage_ratio()
     assert metrics(at)["GPT-2s in one Kimi K3"] == f"{ratio.ratio_to_computed:,.0f}"

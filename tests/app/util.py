@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -73,3 +74,23 @@ def rerun(at: AppTest) -> AppTest:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     return at
+
+
+def parse_markdown_table(text: str) -> list[dict[str, str]]:
+    """The rows of a Markdown table (as ``ui.common.markdown_table`` writes it) as dicts, escapes undone."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+
+    def cells(line: str) -> list[str]:
+        parts = re.split(r"(?<!\\)\|", line.strip("|"))  # split on pipes that are not escaped
+        return [p.strip().replace("\\|", "|").replace("\\\\", "\\") for p in parts]
+
+    header = cells(lines[0])
+    assert set(lines[1]) <= set("|-: "), f"not a Markdown table: {lines[1]!r}"
+    return [dict(zip(header, cells(line), strict=True)) for line in lines[2:]]
+
+
+def markdown_table(at: AppTest, first_header: str) -> list[dict[str, str]]:
+    """The one Markdown table on the page whose first column is ``first_header``."""
+    found = [m.value for m in at.markdown if m.value.lstrip().startswith(f"| {first_header} |")]
+    assert len(found) == 1, f"expected one Markdown table headed {first_header!r}, found {len(found)}"
+    return parse_markdown_table(found[0])
