@@ -233,16 +233,17 @@ def _exact_products(q, k, G):
     return assemble(q, diag_P), assemble(k, diag_M)
 
 
-def _chunk_products(q, k, G, scale, beta=None, *, q_exp=None, kb_exp=None, k_inv=None, hard=None):
+def _chunk_products(q, k, G, scale, beta, *, q_exp, kb_exp, k_inv, hard):
     """The two decayed products of a chunk, on its lower triangle (zero above):
 
         P_ij = scale · Σ_c q_ic k_jc exp(G_ic − G_jc)     i ≥ j   (the read mask includes the diagonal)
         M_ij = β_i   · Σ_c k_ic k_jc exp(G_ic − G_jc)     i > j   (the WY mask excludes it)
 
     Args: q, k [Z, C, K] for Z chunks; G [Z, C, 1] (scalar gate), [Z, C, K] (per channel) or None (no gate),
-    the inclusive within-chunk cumulative log-decay; beta [Z, C, 1] or None. Returns (P, M), each [Z, C, C]; M is
-    None without beta (additive writes need no WY correction). The caller may pass what it has already computed:
-    q ⊙ exp G, β k ⊙ exp G, and k ⊙ exp(−G) with the mask of hard chunks from :func:`_decay_factors`. The read
+    the inclusive within-chunk cumulative log-decay; beta [Z, C, 1] or None. The factors come from the caller:
+    q_exp = q ⊙ exp G, kb_exp = β k ⊙ exp G (None without beta) and k_inv = k ⊙ exp(−G) — q, β k and k themselves
+    without a gate — and ``hard``, the chunks to recompute exactly (see :func:`_decay_factors`; None without a
+    gate). Returns (P, M), each [Z, C, C]; M is None without beta (additive writes need no WY correction). The read
     scale rides on the matrix product (its alpha) and β on the left factor, costing no extra pass.
 
     Where a chunk's decay span is moderate, exp(G) and exp(−G) are both representable and the decay factors
@@ -253,20 +254,10 @@ def _chunk_products(q, k, G, scale, beta=None, *, q_exp=None, kb_exp=None, k_inv
     """
     C = q.shape[-2]
     above, on_or_above = ~_lower(C, q.device), ~_lower(C, q.device, diagonal=-1)
-    none = q.new_zeros(())  # baddbmm's input, ignored with beta = 0
-    if G is None:  # no gate: the causal mask is the only decay
-        kt = k.transpose(-2, -1)
-        P = torch.baddbmm(none, q, kt, beta=0, alpha=scale).masked_fill_(above, 0.0)
-        return P, (None if beta is None else ((k * beta) @ kt).masked_fill_(on_or_above, 0.0))
-
-    if q_exp is None or k_inv is None or hard is None or (beta is not None and kb_exp is None):
-        eG = torch.exp(G)
-        q_exp, kb_exp = q * eG, (None if beta is None else k * (eG * beta))
-        k_inv, hard = _decay_factors(k, G)
     k_inv_t = k_inv.transpose(-2, -1)
-    P = torch.baddbmm(none, q_exp, k_inv_t, beta=0, alpha=scale).masked_fill_(above, 0.0)
-    M = None if beta is None else (kb_exp @ k_inv_t).masked_fill_(on_or_above, 0.0)
-    if hard.any():
+    P = torch.baddbmm(q.new_zeros(()), q_exp, k_inv_t, beta=0, alpha=scale).masked_fill_(above, 0.0)
+    M = None if kb_exp is None else (kb_exp @ k_inv_t).masked_fill_(on_or_above, 0.0)
+    if hard is not None and hard.any():
         qh, kh, Gh = scale * q[hard], k[hard], G[hard]
         if G.shape[-1] == 1:
             decay = torch.exp((Gh - Gh.transpose(-2, -1)).masked_fill_(above, float("-inf")))
@@ -305,18 +296,17 @@ def _intra_chunk(q, k, v, G, beta, rule, scale):
     """
     b = None if rule == "additive" else beta[..., None]  # (Z, C, 1)
     if G is None:  # no gate: nothing decays, nothing to exponentiate
-        q_dec, k_dec = q, k
+        q_dec, k_inv, k_dec, hard = q, k, k, None
         kb_exp = None if b is None else k * b
-        P, M = _chunk_products(q, k, None, scale, b)
     else:  # the exponentials are shared by P, M and k_dec
         eG = torch.exp(G)
         q_dec = q * eG  # how each query sees the chunk's incoming state
         kb_exp = None if b is None else k * (eG * b)  # … and each key, weighted by its write strength
         k_inv, hard = _decay_factors(k, G)
-        P, M = _chunk_products(q, k, G, scale, b, q_exp=q_dec, kb_exp=kb_exp, k_inv=k_inv, hard=hard)
         k_dec = k_inv * eG[..., -1:, :]  # exp(G_last)·exp(−G): one product instead of another exponential
         if hard.any():  # … except where exp(−G) was clamped
             k_dec[hard] = k[hard] * torch.exp(G[hard][..., -1:, :] - G[hard])
+    P, M = _chunk_products(q, k, G, scale, b, q_exp=q_dec, kb_exp=kb_exp, k_inv=k_inv, hard=hard)
     if rule == "additive":
         return q_dec, P, v, k_dec
     # WY / UT representation: A = (I + StrictTril(diag(β) M))⁻¹ diag(β). W = A (K ⊙ exp G) carries the incoming
