@@ -79,16 +79,7 @@ class BenchResult:
 
 def median_time(fn: Callable[[], object], device: torch.device, repeats: int, warmup: int = 1) -> float:
     """Median wall time of ``fn`` over ``repeats`` runs after ``warmup`` runs, synchronising the device."""
-    for _ in range(warmup):
-        fn()
-    synchronize(device)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        synchronize(device)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return interleaved_medians({"fn": (fn, repeats)}, device, warmup)["fn"]
 
 
 def _inputs(cfg: BenchConfig, device: torch.device):
