@@ -9,22 +9,7 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from lineage import demo, hybrid, memory
-from tests.app.util import figures, run_page, z_of
-
-
-def figure(at: AppTest, start: str) -> dict:
-    """The one figure on the page whose title starts with ``start``."""
-    figs = {fig["layout"]["title"]["text"]: fig for fig in figures(at)}
-    matches = [fig for title, fig in figs.items() if title.startswith(start)]
-    assert len(matches) == 1, f"expected one figure titled {start!r}…, got {list(figs)}"
-    return matches[0]
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    return at
+from tests.app.util import figure, rerun, run_page, z_of
 
 
 def frames_z(fig: dict, panel: int) -> np.ndarray:
