@@ -26,34 +26,28 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.e2e.harness import (  # noqa: E402  (the browser tests' own set-up, so the two measure alike)
+    CHROMIUM_ARGS,
+    CHROMIUM_PATH,
+    free_port,
+    healthy,
+    offline_context,
+    server_command,
+    stop,
+)
 from ui.nav import PAGES  # noqa: E402
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [  # as tests/e2e/conftest.py
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
-LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+CHROMIUM = Path(CHROMIUM_PATH)
 TARGET_S = 5.0
 TARGET_MB = 1024.0
 STARTUP_TIMEOUT_S = 120
@@ -70,20 +64,6 @@ class ColdStart:
     draw_s: float  # chart element → its SVG drawn
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 class Server:
     """``streamlit run app.py`` on a free port, as the end-to-end tests start it (``preload``: by serve.py instead)."""
 
@@ -93,9 +73,7 @@ class Server:
         self.log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            [sys.executable, *(["serve.py"] if preload else ["-m", "streamlit", "run", "app.py"])]
-            + ["--server.headless", "true"]
-            + ["--server.port", str(self.port), "--browser.gatherUsageStats", "false"],
+            server_command(self.port, preload=preload),
             cwd=ROOT,
             stdout=self.log,
             stderr=subprocess.STDOUT,
@@ -110,28 +88,8 @@ class Server:
         self.healthy_at = time.monotonic()
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop(self.proc)
         self.log.close()
-
-
-def offline_context(browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    blocked: list[str] = []
-
-    def route(r):
-        if urlparse(r.request.url).hostname in LOCAL_HOSTS:
-            r.continue_()
-        else:
-            blocked.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    return context, blocked
 
 
 def cold_start(browser, log_path: Path, preload: bool) -> ColdStart:

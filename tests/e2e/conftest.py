@@ -7,47 +7,28 @@ used. Every request to a host other than this machine is aborted, so the app mus
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
+from tests.e2e.harness import (
+    CHROMIUM_ARGS,
+    CHROMIUM_PATH,
+    free_port,
+    healthy,
+    is_local,
+    offline_context,
+    server_command,
+    stop,
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"  # git-ignored
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
-LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+CHROMIUM = Path(CHROMIUM_PATH)
 STARTUP_TIMEOUT_S = 90  # server import + first health answer on a loaded 2-core machine
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 @pytest.fixture(scope="session")
@@ -67,24 +48,12 @@ class Server:
 def server():
     """``streamlit run app.py`` on a free port, from the repository root; stopped when the session ends."""
     ARTIFACTS.mkdir(exist_ok=True)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log_path = ARTIFACTS / "e2e-server.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                "app.py",
-                "--server.headless",
-                "true",
-                "--server.port",
-                str(port),
-                "--browser.gatherUsageStats",
-                "false",
-            ],
+            server_command(port),
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -92,7 +61,7 @@ def server():
         )
         try:
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
-            while not _healthy(url):
+            while not healthy(url):
                 if proc.poll() is not None:
                     pytest.fail(f"streamlit exited with code {proc.returncode}:\n{log_path.read_text()}")
                 if time.monotonic() > deadline:
@@ -100,12 +69,7 @@ def server():
                 time.sleep(0.2)
             yield Server(url=url, healthy_at=time.monotonic())
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
 
 
 @pytest.fixture(scope="session")
@@ -137,25 +101,14 @@ class Watched:
 @pytest.fixture
 def watched(browser, server):
     """A fresh browser context per test (1400 × 900), offline except for the app server."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context, blocked = offline_context(browser)
     page = context.new_page()
-    w = Watched(page=page)
-
-    def route(r):
-        if urlparse(r.request.url).hostname in LOCAL_HOSTS:
-            r.continue_()
-        else:
-            w.blocked.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
+    w = Watched(page=page, blocked=blocked)
     page.on("console", lambda msg: w.console_errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: w.page_errors.append(str(exc)))
     page.on(
         "requestfailed",
-        lambda req: (
-            w.failed_local.append(f"{req.url}: {req.failure}") if urlparse(req.url).hostname in LOCAL_HOSTS else None
-        ),
+        lambda req: w.failed_local.append(f"{req.url}: {req.failure}") if is_local(req.url) else None,
     )
     yield w
     context.close()
