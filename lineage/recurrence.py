@@ -243,7 +243,7 @@ def _chunk_products(q, k, G, scale, beta, *, q_exp, kb_exp, k_inv, hard):
     the inclusive within-chunk cumulative log-decay; beta [Z, C, 1] or None. The factors come from the caller:
     q_exp = q ⊙ exp G, kb_exp = β k ⊙ exp G (None without beta) and k_inv = k ⊙ exp(−G) — q, β k and k themselves
     without a gate — and ``hard``, the chunks to recompute exactly (see :func:`_decay_factors`; None without a
-    gate). Returns (P, M), each [Z, C, C]; M is None without beta (additive writes need no WY correction). The read
+    gate or when none is hard). Returns (P, M), each [Z, C, C]; M is None without beta (additive writes need no WY correction). The read
     scale rides on the matrix product (its alpha) and β on the left factor, costing no extra pass.
 
     Where a chunk's decay span is moderate, exp(G) and exp(−G) are both representable and the decay factors
@@ -257,7 +257,7 @@ def _chunk_products(q, k, G, scale, beta, *, q_exp, kb_exp, k_inv, hard):
     k_inv_t = k_inv.transpose(-2, -1)
     P = torch.baddbmm(q.new_zeros(()), q_exp, k_inv_t, beta=0, alpha=scale).masked_fill_(above, 0.0)
     M = None if kb_exp is None else (kb_exp @ k_inv_t).masked_fill_(on_or_above, 0.0)
-    if hard is not None and hard.any():
+    if hard is not None:
         qh, kh, Gh = scale * q[hard], k[hard], G[hard]
         if G.shape[-1] == 1:
             decay = torch.exp((Gh - Gh.transpose(-2, -1)).masked_fill_(above, float("-inf")))
@@ -276,12 +276,15 @@ def _decay_factors(k, G):
 
     A chunk is hard when its strongest channel decays by more than :func:`_factor_bound` over the chunk: there
     exp(−G) would overflow, so it is clamped (only then) and every product that used it is recomputed exactly.
-    Returns (k_inv [Z, C, K], hard [Z] bool).
+    Returns (k_inv [Z, C, K], hard): ``hard`` is a [Z] bool mask, or None when no chunk is hard (the common case,
+    so that callers test it once, here).
     """
     bound = _factor_bound(G.dtype)
     hard = -G[..., -1, :].amin(dim=-1) > bound  # (Z,): the strongest channel's decay over each chunk
+    if not hard.any():
+        return k * torch.exp(-G), None
     # exp(−G) rather than 1 / exp(G): the same where it matters, and its derivative stays finite where clamped
-    return k * torch.exp(-(G.clamp(min=-bound) if hard.any() else G)), hard
+    return k * torch.exp(-G.clamp(min=-bound)), hard
 
 
 def _intra_chunk(q, k, v, G, beta, rule, scale):
@@ -304,7 +307,7 @@ def _intra_chunk(q, k, v, G, beta, rule, scale):
         kb_exp = None if b is None else k * (eG * b)  # … and each key, weighted by its write strength
         k_inv, hard = _decay_factors(k, G)
         k_dec = k_inv * eG[..., -1:, :]  # exp(G_last)·exp(−G): one product instead of another exponential
-        if hard.any():  # … except where exp(−G) was clamped
+        if hard is not None:  # … except where exp(−G) was clamped
             k_dec[hard] = k[hard] * torch.exp(G[hard][..., -1:, :] - G[hard])
     P, M = _chunk_products(q, k, G, scale, b, q_exp=q_dec, kb_exp=kb_exp, k_inv=k_inv, hard=hard)
     if rule == "additive":

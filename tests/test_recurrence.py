@@ -166,7 +166,7 @@ def counting_hard_chunks(monkeypatch) -> list[int]:
 
     def counted(k, G):
         k_inv, hard = factors(k, G)
-        counts.append(int(hard.sum()))
+        counts.append(0 if hard is None else int(hard.sum()))
         return k_inv, hard
 
     monkeypatch.setattr(recurrence, "_decay_factors", counted)
