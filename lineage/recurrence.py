@@ -243,8 +243,9 @@ def _chunk_products(q, k, G, scale, beta, *, q_exp, kb_exp, k_inv, hard):
     the inclusive within-chunk cumulative log-decay; beta [Z, C, 1] or None. The factors come from the caller:
     q_exp = q ⊙ exp G, kb_exp = β k ⊙ exp G (None without beta) and k_inv = k ⊙ exp(−G) — q, β k and k themselves
     without a gate — and ``hard``, the chunks to recompute exactly (see :func:`_decay_factors`; None without a
-    gate or when none is hard). Returns (P, M), each [Z, C, C]; M is None without beta (additive writes need no WY correction). The read
-    scale rides on the matrix product (its alpha) and β on the left factor, costing no extra pass.
+    gate or when none is hard). Returns (P, M), each [Z, C, C]; M is None without beta (additive writes need no
+    WY correction). The read scale rides on the matrix product (its alpha) and β on the left factor, costing no
+    extra pass.
 
     Where a chunk's decay span is moderate, exp(G) and exp(−G) are both representable and the decay factors
     out of the channel sum: P = (q ⊙ exp G)(k ⊙ exp(−G))ᵀ is one matrix product, for a scalar gate and a
