@@ -1,8 +1,9 @@
 """Start the app with its heavy imports done before the server answers: ``python serve.py [streamlit options]``.
 
 The first visitor of a fresh `streamlit run app.py` waits for torch, pandas and plotly to import (about 2.5 s on a
-small CPU). Importing them here, before the server starts, moves that wait out of the first page view; the
-hosted demo's container starts this way.
+small CPU). Importing them here, before the server starts, moves that wait out of the first page view. So do the
+other once-per-process costs of a first script run, and the page shell served here starts loading plotly.js with the
+frontend instead of after the first chart arrives (``ui.serving``). The hosted demo's container starts this way.
 """
 
 import sys
@@ -18,7 +19,11 @@ import lineage.demo  # noqa: F401
 import lineage.plots  # noqa: F401
 import ui.classroom  # noqa: F401
 import ui.common  # noqa: F401
+from ui.serving import serve_static_with_chart_import, warm_first_run
 
 if __name__ == "__main__":
+    warm_first_run()
+    if serve_static_with_chart_import() is None:
+        print("serve.py: this Streamlit's static files are not laid out as expected; plotly.js loads on demand")
     sys.argv = ["streamlit", "run", "app.py", *sys.argv[1:]]
     sys.exit(cli.main())

@@ -14,6 +14,9 @@ times the first Plotly chart drawn (``.js-plotly-plot .main-svg``). Each run als
              fetches and evaluates when the first chart arrives (the element mounts once it has);
     draw     the element → its SVG.
 
+With --preload the page shell preloads plotly.js and evaluates it before the page's first elements, so most of that
+time moves from "script" into "boot".
+
 Then one server serves every page of ``ui.nav.PAGES`` once (a deep link each, waiting for all charts; on the Live
 benchmark page it also presses "Run benchmark", as visitors will, unless --no-benchmark) and its resident memory is
 read with any child processes' (psutil when installed, else /proc/<pid>/status VmRSS), with the server's peak

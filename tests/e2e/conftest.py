@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,16 +45,17 @@ class Server:
     healthy_at: float  # time.monotonic() when /_stcore/health first answered
 
 
-@pytest.fixture(scope="session")
-def server():
-    """``streamlit run app.py`` on a free port, from the repository root; stopped when the session ends."""
+@contextmanager
+def running_server(log_name: str, *, preload: bool = False):
+    """The app on a free port, from the repository root, until the block ends: ``streamlit run app.py``, or with
+    ``preload`` ``python serve.py`` (the hosted demo's start). Its output goes to ``artifacts/<log_name>``."""
     ARTIFACTS.mkdir(exist_ok=True)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    log_path = ARTIFACTS / "e2e-server.log"
+    log_path = ARTIFACTS / log_name
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            server_command(port),
+            server_command(port, preload=preload),
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -63,13 +65,27 @@ def server():
             deadline = time.monotonic() + STARTUP_TIMEOUT_S
             while not healthy(url):
                 if proc.poll() is not None:
-                    pytest.fail(f"streamlit exited with code {proc.returncode}:\n{log_path.read_text()}")
+                    pytest.fail(f"the server exited with code {proc.returncode}:\n{log_path.read_text()}")
                 if time.monotonic() > deadline:
-                    pytest.fail(f"streamlit not healthy after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()}")
+                    pytest.fail(f"the server was not healthy after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()}")
                 time.sleep(0.2)
             yield Server(url=url, healthy_at=time.monotonic())
         finally:
             stop(proc)
+
+
+@pytest.fixture(scope="session")
+def server():
+    """``streamlit run app.py`` on a free port; stopped when the session ends."""
+    with running_server("e2e-server.log") as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def preloaded_server():
+    """``python serve.py``, as the hosted demo starts; only started when a test asks for it."""
+    with running_server("e2e-serve-py.log", preload=True) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")
@@ -93,22 +109,45 @@ class Watched:
 
     page: object
     console_errors: list[str] = field(default_factory=list)
+    console_sources: list[tuple[str, str]] = field(default_factory=list)  # (error text, the URL it came from)
     page_errors: list[str] = field(default_factory=list)
     failed_local: list[str] = field(default_factory=list)  # requests to this machine that failed
     blocked: list[str] = field(default_factory=list)  # requests elsewhere, aborted by the route
 
 
-@pytest.fixture
-def watched(browser, server):
-    """A fresh browser context per test (1400 × 900), offline except for the app server."""
+@contextmanager
+def watching(browser):
+    """A fresh browser context (1400 × 900), offline except for this machine, and a page whose errors are recorded."""
     context, blocked = offline_context(browser)
     page = context.new_page()
     w = Watched(page=page, blocked=blocked)
-    page.on("console", lambda msg: w.console_errors.append(msg.text) if msg.type == "error" else None)
+
+    def on_console(msg) -> None:
+        if msg.type == "error":
+            w.console_errors.append(msg.text)
+            w.console_sources.append((msg.text, msg.location.get("url", "")))
+
+    page.on("console", on_console)
     page.on("pageerror", lambda exc: w.page_errors.append(str(exc)))
     page.on(
         "requestfailed",
         lambda req: w.failed_local.append(f"{req.url}: {req.failure}") if is_local(req.url) else None,
     )
-    yield w
-    context.close()
+    try:
+        yield w
+    finally:
+        context.close()
+
+
+@pytest.fixture
+def watched(browser, server):
+    """A fresh, offline browser context per test, for pages of ``server``."""
+    with watching(browser) as w:
+        yield w
+
+
+@pytest.fixture
+def watched_preloaded(browser, preloaded_server):
+    """The same, for pages of ``preloaded_server``."""
+    with watching(browser) as w:
+        yield w

@@ -9,26 +9,13 @@ import time
 
 import pytest
 
+from tests.e2e.checks import LOAD_TIMEOUT_MS, wait_until_rendered
 from ui.nav import PAGES
 
 pytestmark = pytest.mark.browser
 
-LOAD_TIMEOUT_MS = 60_000  # a cold page on a loaded 2-core machine
 FIRST_CHART_TARGET_S = 5.0  # the first chart after the server is healthy, on an idle machine
 FIRST_CHART_LIMIT_S = 30.0  # what the test enforces: generous, because the CI machine is shared
-
-
-def wait_until_rendered(page) -> None:
-    """The script has finished, no element is still a loading placeholder, every Plotly chart has drawn its SVG."""
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=LOAD_TIMEOUT_MS)
-    page.wait_for_function(
-        """() => {
-            if (document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]')) return false;
-            const charts = document.querySelectorAll('.stPlotlyChart');
-            return [...charts].every(c => c.querySelector('.js-plotly-plot svg.main-svg'));
-        }""",
-        timeout=LOAD_TIMEOUT_MS,
-    )
 
 
 def full_page_screenshot(page, path) -> None:

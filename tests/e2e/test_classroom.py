@@ -15,12 +15,12 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from lineage import stages
+from tests.e2e.checks import LOAD_TIMEOUT_MS, RENDERED_JS, assert_clean, wait_until_rendered
 from ui.classroom import PRESENTER_PX
 from ui.nav import PAGES
 
 pytestmark = pytest.mark.browser
 
-LOAD_TIMEOUT_MS = 60_000  # a cold page on a loaded 2-core machine
 CHANGE_TIMEOUT_MS = 30_000  # one rerun after a click or a key
 TOUR = [entry for entry in PAGES if entry.section == "The lineage" and entry.stage]
 STEP_PAGE = "gla"  # a quick stage page for the step keys and the export
@@ -71,25 +71,13 @@ ANIMATION_LABELS_JS = """() => [...document.querySelectorAll('.stPlotlyChart')]
     .filter(c => c.querySelector('g.updatemenu-button'))
     .map(c => c.querySelector('g.slider-group > text.slider-label')?.textContent)"""
 
-RENDERED_JS = """() => {
-    if (document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]')) return false;
-    return [...document.querySelectorAll('.stPlotlyChart')].every(c => c.querySelector('.js-plotly-plot svg.main-svg'));
-}"""
-
-
 # --- helpers ---------------------------------------------------------------------------------------------------------
-
-
-def settle(page) -> None:
-    """The script run has finished and every chart has drawn. Call it once the run is known to have started."""
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=LOAD_TIMEOUT_MS)
-    page.wait_for_function(RENDERED_JS, timeout=LOAD_TIMEOUT_MS)
 
 
 def open_url(page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stMain"] h1', timeout=LOAD_TIMEOUT_MS)  # the page's script has started
-    settle(page)
+    wait_until_rendered(page)
 
 
 def title(page) -> str:
@@ -153,35 +141,6 @@ def blur(page) -> None:
     """Keyboard focus back on the page itself, so a key press reaches the shortcuts and not an input."""
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.locator('[data-testid="stMain"] h1').first.click()  # plain text: not a control, takes no key presses
-
-
-@pytest.fixture
-def watched(watched):
-    """``conftest.watched``, plus each console error's source URL (``watched.console_sources``)."""
-    watched.console_sources = []
-
-    def on_console(msg) -> None:
-        if msg.type == "error":
-            watched.console_sources.append((msg.text, msg.location.get("url", "")))
-
-    watched.page.on("console", on_console)
-    return watched
-
-
-# Opened on a page's own path (a deep link), Streamlit's frontend first looks for the server under that path, then
-# under the root: one 404 for each of these two, on the first load, wherever the app is served.
-BASE_PATH_PROBE = re.compile(r"^https?://[^/]+/[^?#]+/_stcore/(health|host-config)$")
-
-
-def assert_clean(watched, what: str) -> None:
-    """Offline and error-free: nothing was asked of another host, nothing to the app failed, nothing raised."""
-    assert not watched.blocked, f"{what}: requests to other hosts (the app must work offline): {watched.blocked}"
-    assert not watched.failed_local, f"{what}: failed requests to the app server: {watched.failed_local}"
-    assert not watched.page_errors, f"{what}: uncaught page errors: {watched.page_errors}"
-    errors = [(text, url) for text, url in watched.console_sources if not BASE_PATH_PROBE.match(url)]
-    assert not errors, f"{what}: console errors: {errors}"
-    assert not watched.page.locator('[data-testid="stException"]').count(), f"{what}: shows an exception"
-    assert not watched.page.locator('[data-testid="stAlertContentError"]').count(), f"{what}: shows an error"
 
 
 # --- presenter mode --------------------------------------------------------------------------------------------------
@@ -276,7 +235,7 @@ def test_tour_walks_every_stage_in_order(watched, server):
     prev_button(page).click()
     wait_for_page_change(page, TOUR[-2].url_path, stages.stage(TOUR[-2].stage).title)
     assert path(page) == TOUR[-3].url_path
-    settle(page)
+    wait_until_rendered(page)
     assert page.locator('[data-testid="stSidebar"] input[type=number]').input_value() == "5"
     assert_clean(watched, "the tour")
 
@@ -289,7 +248,7 @@ def test_the_tour_keeps_presenter_mode(watched, server):
     blur(page)
     page.keyboard.press("Shift+N")
     wait_for_page_change(page, TOUR[-2].url_path, old_title)
-    settle(page)
+    wait_until_rendered(page)
     assert path(page) == TOUR[-1].url_path
     assert (query(page).get("present"), query(page).get("seed")) == ("1", "3"), page.url
     sizes = page.evaluate(MEASURE_JS)
