@@ -13,17 +13,21 @@ import pandas  # noqa: F401
 import plotly.graph_objects  # noqa: F401
 import torch  # noqa: F401
 import torch.fx.experimental.symbolic_shapes  # noqa: F401  (Module.to_empty, on the softmax pages, pulls in sympy: 0.5 s)
+from streamlit import file_util
 from streamlit.web import cli
 
 import lineage.demo  # noqa: F401
 import lineage.plots  # noqa: F401
 import ui.classroom  # noqa: F401
 import ui.common  # noqa: F401
-from ui.serving import serve_static_with_chart_import, warm_first_run
+from ui.serving import static_dir_for_serving, warm_first_run
 
 if __name__ == "__main__":
     warm_first_run()
-    if serve_static_with_chart_import() is None:
+    static_dir = static_dir_for_serving()
+    if static_dir is None:
         print("serve.py: this Streamlit's static files are not laid out as expected; plotly.js loads on demand")
+    else:  # once, before the server starts: the server reads it when it builds its static route
+        file_util.get_static_dir = lambda: str(static_dir)
     sys.argv = ["streamlit", "run", "app.py", *sys.argv[1:]]
     sys.exit(cli.main())

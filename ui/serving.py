@@ -89,17 +89,14 @@ def static_dir_with_chart_import(source: Path, target: Path) -> bool:
     return True
 
 
-def serve_static_with_chart_import() -> Path | None:
-    """Point Streamlit's server at a copy of its static folder whose page shell imports the chart chunk early.
-
-    Returns the folder in use (removed when the process exits), or None when Streamlit's layout is not the one
-    expected: the server then serves Streamlit's own folder, and only the early import is lost.
-    """
+def static_dir_for_serving() -> Path | None:
+    """A temporary copy of Streamlit's static folder whose page shell imports the chart chunk early (removed when
+    the process exits), or None when Streamlit's layout is not the one expected. ``serve.py`` points the server at
+    it before the server starts; with None it serves Streamlit's own folder, and only the early import is lost."""
     from streamlit import file_util
 
     target = Path(tempfile.mkdtemp(prefix="lineage-static-"))
     atexit.register(shutil.rmtree, target, ignore_errors=True)
     if not static_dir_with_chart_import(Path(file_util.get_static_dir()), target):
         return None
-    file_util.get_static_dir = lambda: str(target)  # read by the server when it builds its static route
     return target

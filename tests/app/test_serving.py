@@ -108,11 +108,9 @@ def test_static_dir_is_left_empty_for_an_unknown_layout(tmp_path):
     assert list(target.iterdir()) == []
 
 
-def test_serve_static_points_streamlit_at_the_new_folder(monkeypatch):
-    monkeypatch.setattr(file_util, "get_static_dir", file_util.get_static_dir)  # restored after the test
-    folder = serving.serve_static_with_chart_import()
+def test_the_folder_for_serving_is_streamlits_with_the_new_shell():
+    folder = serving.static_dir_for_serving()
     assert folder is not None
-    assert file_util.get_static_dir() == str(folder)
     html = (folder / "index.html").read_text(encoding="utf-8")
     original = (STREAMLIT_STATIC / "index.html").read_text(encoding="utf-8")
     assert html != original and serving.MARKER in html
@@ -120,6 +118,7 @@ def test_serve_static_points_streamlit_at_the_new_folder(monkeypatch):
     lines = [line for line in html.splitlines() if serving.MARKER not in line and "modulepreload" not in line]
     assert lines == [line for line in original.splitlines() if "modulepreload" not in line]
     assert (folder / "static" / "js" / serving.chart_chunk(STREAMLIT_STATIC)).is_file()
+    assert Path(file_util.get_static_dir()) == STREAMLIT_STATIC  # nothing global changed: serve.py does that
 
 
 def test_warm_first_run_fills_the_module_map_streamlit_walks(monkeypatch):
