@@ -233,7 +233,7 @@ def _exact_products(q, k, G):
     return assemble(q, diag_P), assemble(k, diag_M)
 
 
-def _chunk_products(q, k, G, scale, beta, *, q_exp, kb_exp, k_inv, hard):
+def _chunk_products(q, k, G, scale, beta, *, q_exp, neg_kb_exp, k_inv, hard):
     """The two decayed products of a chunk, on its lower triangle (zero above):
 
         P_ij = scale · Σ_c q_ic k_jc exp(G_ic − G_jc)     i ≥ j   (the read mask includes the diagonal)
@@ -241,7 +241,8 @@ def _chunk_products(q, k, G, scale, beta, *, q_exp, kb_exp, k_inv, hard):
 
     Args: q, k [Z, C, K] for Z chunks; G [Z, C, 1] (scalar gate), [Z, C, K] (per channel) or None (no gate),
     the inclusive within-chunk cumulative log-decay; beta [Z, C, 1] or None. The factors come from the caller:
-    q_exp = q ⊙ exp G, kb_exp = β k ⊙ exp G (None without beta) and k_inv = k ⊙ exp(−G) — q, β k and k themselves
+    q_exp = q ⊙ exp G, neg_kb_exp = −β k ⊙ exp G (None without beta; negative for the caller's solve) and
+    k_inv = k ⊙ exp(−G) — q, −β k and k themselves
     without a gate — and ``hard``, the chunks to recompute exactly (see :func:`_decay_factors`; None without a
     gate or when none is hard). Returns (P, M), each [Z, C, C]; M is None without beta (additive writes need no
     WY correction). The read scale rides on the matrix product (its alpha) and β on the left factor, costing no
@@ -254,10 +255,11 @@ def _chunk_products(q, k, G, scale, beta, *, q_exp, kb_exp, k_inv, hard):
     per-channel gate by the sub-chunk route of :func:`_exact_products`.
     """
     C = q.shape[-2]
-    above, on_or_above = ~_lower(C, q.device), ~_lower(C, q.device, diagonal=-1)
+    above = ~_lower(C, q.device)
     k_inv_t = k_inv.transpose(-2, -1)
     P = torch.baddbmm(q.new_zeros(()), q_exp, k_inv_t, beta=0, alpha=scale).masked_fill_(above, 0.0)
-    M = None if kb_exp is None else (kb_exp @ k_inv_t).masked_fill_(on_or_above, 0.0)
+    # only M's strict lower triangle is ever read (by the unit-triangular solve), so nothing masks the rest
+    M = None if neg_kb_exp is None else torch.baddbmm(q.new_zeros(()), neg_kb_exp, k_inv_t, beta=0, alpha=-1)
     if hard is not None:
         qh, kh, Gh = scale * q[hard], k[hard], G[hard]
         if G.shape[-1] == 1:
@@ -295,35 +297,36 @@ def _intra_chunk(q, k, v, G, beta, rule, scale):
     gate); beta [Z, C] or None. Returns
         q_dec = q ⊙ exp G (unscaled),
         P, the scaled read products (mask incl. diagonal),
-        the values to write: V (additive) or [U | W] = A [V | K ⊙ exp G] in one tensor (delta),
+        the values to write: V (additive) or [U | −W] = A [V | −K ⊙ exp G] in one tensor (delta; W negated so
+        that the products with it come out with the sign the state hand-off needs),
         k_dec = k ⊙ exp(G_last − G), each key's decay to the chunk end.
     """
     b = None if rule == "additive" else beta[..., None]  # (Z, C, 1)
     if G is None:  # no gate: nothing decays, nothing to exponentiate
         q_dec, k_inv, k_dec, hard = q, k, k, None
-        kb_exp = None if b is None else k * b
+        neg_kb_exp = None if b is None else k * -b
     else:  # the exponentials are shared by P, M and k_dec
         eG = torch.exp(G)
         q_dec = q * eG  # how each query sees the chunk's incoming state
-        kb_exp = None if b is None else k * (eG * b)  # … and each key, weighted by its write strength
+        neg_kb_exp = None if b is None else k * (eG * -b)  # … and each key, weighted by −(its write strength)
         k_inv, hard = _decay_factors(k, G)
         k_dec = k_inv * eG[..., -1:, :]  # exp(G_last)·exp(−G): one product instead of another exponential
         if hard is not None:  # … except where exp(−G) was clamped
             k_dec[hard] = k[hard] * torch.exp(G[hard][..., -1:, :] - G[hard])
-    P, M = _chunk_products(q, k, G, scale, b, q_exp=q_dec, kb_exp=kb_exp, k_inv=k_inv, hard=hard)
+    P, M = _chunk_products(q, k, G, scale, b, q_exp=q_dec, neg_kb_exp=neg_kb_exp, k_inv=k_inv, hard=hard)
     if rule == "additive":
         return q_dec, P, v, k_dec
     # WY / UT representation: A = (I + StrictTril(diag(β) M))⁻¹ diag(β). W = A (K ⊙ exp G) carries the incoming
     # state's part of each corrected value. Both right-hand sides go through one triangular solve.
-    rhs = torch.cat([(v * b).mT, kb_exp.mT], dim=-2).mT  # diag(β) [V | K ⊙ exp G], column-major for LAPACK
+    rhs = torch.cat([(v * b).mT, neg_kb_exp.mT], dim=-2).mT  # diag(β) [V | −K ⊙ exp G], column-major for LAPACK
     # I + StrictTril(diag(β) M): the solve takes the unit diagonal as given and reads only the strict triangle
-    values = torch.linalg.solve_triangular(M, rhs, upper=False, unitriangular=True)  # [U | W]
+    values = torch.linalg.solve_triangular(M, rhs, upper=False, unitriangular=True)  # [U | −W]
     return q_dec, P, values, k_dec
 
 
-def _chunk_major(x: torch.Tensor, BH: int, N: int) -> torch.Tensor:
-    """View [B·H·N, ...] (batch-major chunks) as [N, B·H, ...] (chunk-major), without copying."""
-    return x.reshape(BH, N, *x.shape[1:]).transpose(0, 1)
+def _chunks(x: torch.Tensor, BH: int, N: int) -> tuple[torch.Tensor, ...]:
+    """The N chunk slices of [B·H·N, ...] (batch-major chunks): slice n is chunk n of every head, (B·H, ...)."""
+    return x.view(BH, N, *x.shape[1:]).unbind(1)
 
 
 def chunk_memory(
@@ -348,8 +351,9 @@ def chunk_memory(
         O_n = (Q ⊙ exp G) S + P (U − W S)         P_ij = Σ_c q_ic k_jc exp(G_ic − G_jc), i ≥ j
         S  ← Diag(exp G_last) S + (K ⊙ exp(G_last − G))ᵀ (U − W S)
 
-    Everything but the S products is computed for all chunks at once; the loop over chunks does one small
-    matrix product each.
+    Everything that does not need S is computed for all chunks at once, and so are the outputs once every S is
+    known; the loop over chunks does two small matrix products each (delta rule: W S and the state update; additive
+    writes: a multiply-add).
     Cost per chunk: ≈ 2·C·K·V for the state upkeep and ≈ 2·C²·(K + V) inside the chunk, i.e. 2LD² + 2LCD
     over a sequence of length L = T with D = K = V.
 
@@ -377,36 +381,41 @@ def chunk_memory(
         G = torch.cumsum(g.clamp(min=-GATE_FLOOR).reshape(Z, C, g.shape[-1]), dim=-2)
     # 3. intra-chunk work for all chunks at once
     q_dec, P, values, k_dec = _intra_chunk(q, k, v, G, beta, rule, scale)
-    # 4. fold what does not need the incoming state S_n into per-chunk matrices, batched over chunks:
-    #    O_n = (scale·Q ⊙ exp G − P W) S_n + P U      S_{n+1} = (Diag(exp G_last) − K_decᵀ W) S_n + K_decᵀ U
-    #    (additive: W = 0). With the delta rule [U | W] is one matrix, so each pair of products is one product.
-    k_dec_t = k_dec.transpose(-2, -1)  # (Z, K, C)
+    # 4. the sequential hand-off between chunks runs chunk-major: chunk n of every head is one (BH, ·) slice.
+    #    Each chunk's incoming state S_n is kept for the outputs in step 5. The loops collect their results in lists
+    #    and stack them once (plain out-of-place ops: autograd differentiates through them).
     chunk_decay = torch.exp(G[:, -1, :]) if gated else None  # (Z, 1|K): α accumulated over each whole chunk
-    # the hand-off between chunks runs chunk-major, (N, BH, ·): chunk n of every head is one slice
-    chunk_major = functools.partial(_chunk_major, BH=BH, N=N)
-    if rule == "additive":
-        o_intra, q_state, mix = P @ values, q_dec, None
-        state_in = chunk_major(k_dec_t @ values)  # (N, BH, K, V)
-    else:
-        PUW, KUW = P @ values, k_dec_t @ values  # [P U | P W] (Z, C, V + K) and [K_decᵀ U | K_decᵀ W] (Z, K, V + K)
-        o_intra, q_state = PUW[..., :V], torch.add(q_dec, PUW[..., V:], alpha=-1 / scale)  # Q ⊙ exp G − P W / scale
-        state_in, mix = chunk_major(KUW[..., :V]), chunk_major(KUW[..., V:]).neg()  # −K_decᵀ W
-        mix.diagonal(dim1=-2, dim2=-1).add_(1.0 if chunk_decay is None else chunk_major(chunk_decay))
-    # 5. the sequential hand-off, S_{n+1} = mix_n S_n + state_in_n: one product per chunk (plain out-of-place ops,
-    #    so autograd can differentiate through it); each chunk's incoming state is kept, batch-major, for step 6
+    chunks = functools.partial(_chunks, BH=BH, N=N)
+    decay = None if chunk_decay is None else chunks(chunk_decay[..., None])  # N × (BH, 1|K, 1)
+    k_dec_t = k_dec.transpose(-2, -1)  # (Z, K, C)
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
-    starts = q.new_empty(BH, N, K, V)
-    if mix is None and chunk_decay is None:  # linear attention: the state is a running sum
-        after = S + torch.cumsum(state_in, dim=0)  # (N, BH, K, V)
-        starts[:, 0], starts[:, 1:], S = S, after[:-1].transpose(0, 1), after[-1]
+    if rule == "additive":
+        #    S_{n+1} = Diag(exp G_last) S_n + K_decᵀ V: everything but the decay is known up front
+        written = values
+        state_in = k_dec_t @ values  # (Z, K, V)
+        if decay is None:  # linear attention: the state is a running sum (taken chunk-major, as the loops run)
+            after = S + torch.cumsum(state_in.view(BH, N, K, V).transpose(0, 1), dim=0)  # (N, BH, K, V)
+            starts = q.new_empty(BH, N, K, V)
+            starts[:, 0], starts[:, 1:], S = S, after[:-1].transpose(0, 1), after[-1]
+        else:
+            states = [S]
+            for state_in_n, decay_n in zip(chunks(state_in), decay, strict=True):  # a multiply-add per chunk
+                states.append(torch.addcmul(state_in_n, decay_n, states[-1]))
+            starts, S = torch.stack(states[:-1], dim=1), states[-1]
     else:
-        decay = None if mix is not None else chunk_major(chunk_decay)[..., None]  # (N, BH, 1|K, 1)
-        for n in range(N):  # delta rule: a K×K by K×V product; gated additive: a multiply-add
-            starts[:, n] = S
-            S = torch.baddbmm(state_in[n], mix[n], S) if mix is not None else torch.addcmul(state_in[n], decay[n], S)
+        #    delta rule, values = [U | −W]: the corrected values U − W S_n need the incoming state, so each chunk
+        #    computes them, then S_{n+1} = Diag(exp G_last) S_n + K_decᵀ (U − W S_n): two small products per chunk
+        states, corrected = [S], []
+        U, neg_W, K_t = chunks(values[..., :V]), chunks(values[..., V:]), chunks(k_dec_t)
+        for n in range(N):
+            u = torch.baddbmm(U[n], neg_W[n], S)  # (BH, C, V)
+            S = torch.baddbmm(S if decay is None else decay[n] * S, K_t[n], u)
+            states.append(S)
+            corrected.append(u)
+        starts, written = torch.stack(states[:-1], dim=1), torch.stack(corrected, dim=1).view(Z, C, V)
     S = S.reshape(B, H, K, V)
-    # 6. outputs of all chunks at once: O_n = P U + scale (Q ⊙ exp G − P W / scale) S_n
-    o = torch.baddbmm(o_intra, q_state, starts.view(Z, K, V), alpha=scale)
+    # 5. outputs of all chunks at once: O_n = P (U − W S_n) + scale (Q ⊙ exp G) S_n   (additive: P V + …)
+    o = torch.baddbmm(P @ written, q_dec, starts.view(Z, K, V), alpha=scale)
     o = o.view(B, H, N * C, V)[:, :, :T]
     return o.to(out_dtype), (S if output_final_state else None)
 
