@@ -1,13 +1,12 @@
 """What ``serve.py`` (the hosted demo's start) does before the server answers, so the first visitor waits less.
 
-Two kinds of work are moved ahead of the health check:
-
-- Costs Streamlit pays once per process, on the first visitor's first script run (``warm_first_run``).
-- plotly.js, which Streamlit's frontend fetches only when a page's first chart arrives: a 4.7 MB chunk that takes
-  about 1.5 s to evaluate on one core of a small CPU. Every page of this app has charts. So the page shell that
-  ``serve.py`` hands out (``static_dir_with_chart_import``) preloads that chunk with the frontend and imports it as
-  soon as the frontend has loaded. The work then overlaps the websocket handshake and the server's script run,
-  instead of following them. Measured on 2 cores: the home page's first chart 0.5 s sooner (median of 6 cold starts).
+- It pays costs Streamlit pays once per process, on the first visitor's first script run (``warm_first_run``).
+- It prepares a page shell that loads plotly.js from the start (``static_dir_with_chart_import``). Streamlit's
+  frontend otherwise fetches plotly.js only when a page's first chart arrives: a 4.7 MB chunk that takes about 1.5 s
+  to evaluate on one core of a small CPU. Every page of this app has charts, so the shell preloads that chunk with
+  the frontend and imports it as soon as the frontend has loaded. The work then overlaps the websocket handshake and
+  the server's script run, instead of following them. Measured on 2 cores: the home page's first chart 0.5 s sooner
+  (median of 6 cold starts).
 """
 
 from __future__ import annotations
@@ -90,9 +89,10 @@ def static_dir_with_chart_import(source: Path, target: Path) -> bool:
 
 
 def static_dir_for_serving() -> Path | None:
-    """A temporary copy of Streamlit's static folder whose page shell imports the chart chunk early (removed when
-    the process exits), or None when Streamlit's layout is not the one expected. ``serve.py`` points the server at
-    it before the server starts; with None it serves Streamlit's own folder, and only the early import is lost."""
+    """A temporary folder serving Streamlit's static files, with a page shell that imports the chart chunk early
+    (removed when the process exits), or None when Streamlit's layout is not the one expected. ``serve.py`` points
+    the server at it before the server starts; with None it serves Streamlit's own folder, and only the early import
+    is lost."""
     from streamlit import file_util
 
     target = Path(tempfile.mkdtemp(prefix="lineage-static-"))
