@@ -210,7 +210,7 @@ def _exact_products(q, k, G):
     lead = q.shape[:-2]
     q, k, G = (x.reshape(*lead, n, c, K) for x in (q, k, G))  # (..., n, c, K)
 
-    # 1. diagonal blocks: the full decay tensor, incl. the diagonal (P needs it; M drops it below)
+    # 1. diagonal blocks: the full decay tensor, incl. the diagonal (P needs it; the WY solve never reads M's)
     sub_mask = _lower(c, q.device)
     diff = G[..., :, None, :] - G[..., None, :, :]  # (..., n, c_i, c_j, K): G_i − G_j
     k_decay = k[..., None, :, :] * torch.exp(diff.masked_fill(~sub_mask[..., None], float("-inf")))
@@ -234,10 +234,11 @@ def _exact_products(q, k, G):
 
 
 def _chunk_products(q, k, G, scale, beta, *, q_exp, neg_kb_exp, k_inv, hard):
-    """The two decayed products of a chunk, on its lower triangle (zero above):
+    """The two decayed products of a chunk:
 
-        P_ij = scale · Σ_c q_ic k_jc exp(G_ic − G_jc)     i ≥ j   (the read mask includes the diagonal)
-        M_ij = β_i   · Σ_c k_ic k_jc exp(G_ic − G_jc)     i > j   (the WY mask excludes it)
+        P_ij = scale · Σ_c q_ic k_jc exp(G_ic − G_jc)     i ≥ j   (the read mask includes the diagonal; 0 above)
+        M_ij = β_i   · Σ_c k_ic k_jc exp(G_ic − G_jc)     i > j   (only this strict lower triangle is meaningful:
+                                                                   the unit-triangular solve reads nothing else)
 
     Args: q, k [Z, C, K] for Z chunks; G [Z, C, 1] (scalar gate), [Z, C, K] (per channel) or None (no gate),
     the inclusive within-chunk cumulative log-decay; beta [Z, C, 1] or None. The factors come from the caller:
@@ -265,7 +266,6 @@ def _chunk_products(q, k, G, scale, beta, *, q_exp, neg_kb_exp, k_inv, hard):
         if G.shape[-1] == 1:
             decay = torch.exp((Gh - Gh.transpose(-2, -1)).masked_fill_(above, float("-inf")))
             exact_P, exact_M = (qh @ kh.transpose(-2, -1)) * decay, (kh @ kh.transpose(-2, -1)) * decay
-            exact_M.diagonal(dim1=-2, dim2=-1).zero_()
         else:
             exact_P, exact_M = _exact_products(qh, kh, Gh)
         P[hard] = exact_P
