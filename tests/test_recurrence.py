@@ -113,17 +113,23 @@ def test_strong_decay_chunk_is_finite_and_equals_recurrence(stage):
     assert_close(S, S_ref, what="chunk final state")
 
 
+def recording(monkeypatch, name: str, measure) -> list[int]:
+    """Wrap ``recurrence.<name>`` so that each call appends ``measure(args, result)`` to the returned list."""
+    records: list[int] = []
+    original = getattr(recurrence, name)
+
+    def wrapped(*args):
+        result = original(*args)
+        records.append(measure(args, result))
+        return result
+
+    monkeypatch.setattr(recurrence, name, wrapped)
+    return records
+
+
 def counting_exact_products(monkeypatch) -> list[int]:
-    """Wrap _exact_products to record how many chunks (rows of its batch) take the exact sub-chunk route."""
-    calls: list[int] = []
-    exact = recurrence._exact_products
-
-    def counted(q, k, G):
-        calls.append(q.shape[0])
-        return exact(q, k, G)
-
-    monkeypatch.setattr(recurrence, "_exact_products", counted)
-    return calls
+    """How many chunks (rows of its batch) each call of _exact_products takes down the exact sub-chunk route."""
+    return recording(monkeypatch, "_exact_products", lambda args, _: args[0].shape[0])
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=DTYPE_NAME.get)
@@ -160,17 +166,8 @@ def test_weak_channel_decay_takes_only_the_fast_path(stage, monkeypatch):
 
 
 def counting_hard_chunks(monkeypatch) -> list[int]:
-    """Wrap _decay_factors to record how many chunks it marks too hard for the factorised products."""
-    counts: list[int] = []
-    factors = recurrence._decay_factors
-
-    def counted(k, G):
-        k_inv, hard = factors(k, G)
-        counts.append(0 if hard is None else int(hard.sum()))
-        return k_inv, hard
-
-    monkeypatch.setattr(recurrence, "_decay_factors", counted)
-    return counts
+    """How many chunks each call of _decay_factors marks too hard for the factorised products."""
+    return recording(monkeypatch, "_decay_factors", lambda _, result: 0 if result[1] is None else int(result[1].sum()))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=DTYPE_NAME.get)
