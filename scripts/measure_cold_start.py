@@ -30,9 +30,9 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -42,10 +42,8 @@ sys.path.insert(0, str(ROOT))
 from tests.e2e.harness import (  # noqa: E402  (the browser tests' own set-up, so the two measure alike)
     CHROMIUM_ARGS,
     CHROMIUM_PATH,
-    free_port,
-    healthy,
     offline_context,
-    server_command,
+    start_server,
     stop,
 )
 from ui.nav import PAGES  # noqa: E402
@@ -67,37 +65,22 @@ class ColdStart:
     draw_s: float  # chart element → its SVG drawn
 
 
-class Server:
-    """``streamlit run app.py`` on a free port, as the end-to-end tests start it (``preload``: by serve.py instead)."""
-
-    def __init__(self, log_path: Path, preload: bool = False):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            server_command(self.port, preload=preload),
-            cwd=ROOT,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        deadline = self.started + STARTUP_TIMEOUT_S
-        while not healthy(self.url):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise SystemExit(f"streamlit did not come up; see {log_path}")
-            time.sleep(0.05)
-        self.healthy_at = time.monotonic()
-
-    def stop(self) -> None:
-        stop(self.proc)
-        self.log.close()
+@contextmanager
+def running_server(log_path: Path, preload: bool):
+    """The app on a free port, as the end-to-end tests start it (``preload``: by serve.py instead)."""
+    with open(log_path, "w") as log:
+        try:
+            server = start_server(log, preload=preload, timeout_s=STARTUP_TIMEOUT_S)
+        except RuntimeError as exc:
+            raise SystemExit(f"streamlit did not come up ({exc}); see {log_path}") from None
+        try:
+            yield server
+        finally:
+            stop(server.proc)
 
 
 def cold_start(browser, log_path: Path, preload: bool) -> ColdStart:
-    server = Server(log_path, preload)
-    try:
+    with running_server(log_path, preload) as server:
         context, blocked = offline_context(browser)
         page = context.new_page()
         page.goto(server.url, wait_until="commit")
@@ -117,8 +100,6 @@ def cold_start(browser, log_path: Path, preload: bool) -> ColdStart:
             script_s=element_at - h1_at,
             draw_s=chart_at - element_at,
         )
-    finally:
-        server.stop()
 
 
 def process_tree_memory_mb(pid: int) -> tuple[float, float | None, str]:
@@ -160,8 +141,7 @@ def _descendants(pid: int) -> list[int]:
 
 
 def visit_every_page(browser, log_path: Path, preload: bool, run_benchmark: bool) -> dict:
-    server = Server(log_path, preload)
-    try:
+    with running_server(log_path, preload) as server:
         context, blocked = offline_context(browser)
         page = context.new_page()
         seconds = {}
@@ -189,8 +169,6 @@ def visit_every_page(browser, log_path: Path, preload: bool, run_benchmark: bool
         context.close()
         rss_mb, peak_mb, how = process_tree_memory_mb(server.proc.pid)
         return {"rss_mb": rss_mb, "peak_mb": peak_mb, "how": how, "page_seconds": seconds, "blocked": blocked}
-    finally:
-        server.stop()
 
 
 def report_memory(mem: dict) -> None:

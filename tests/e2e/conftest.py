@@ -6,9 +6,6 @@ used. Every request to a host other than this machine is aborted, so the app mus
 
 from __future__ import annotations
 
-import os
-import subprocess
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +15,13 @@ import pytest
 from tests.e2e.harness import (
     CHROMIUM_ARGS,
     CHROMIUM_PATH,
-    free_port,
-    healthy,
+    ROOT,
     is_local,
     offline_context,
-    server_command,
+    start_server,
     stop,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts"  # git-ignored
 CHROMIUM = Path(CHROMIUM_PATH)
 STARTUP_TIMEOUT_S = 90  # server import + first health answer on a loaded 2-core machine
@@ -39,39 +34,21 @@ def artifacts() -> Path:
     return ARTIFACTS
 
 
-@dataclass
-class Server:
-    url: str
-    healthy_at: float  # time.monotonic() when /_stcore/health first answered
-
-
 @contextmanager
 def running_server(log_name: str, *, preload: bool = False):
     """The app on a free port, from the repository root, until the block ends: ``streamlit run app.py``, or with
     ``preload`` ``python serve.py`` (the hosted demo's start). Its output goes to ``artifacts/<log_name>``."""
     ARTIFACTS.mkdir(exist_ok=True)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     log_path = ARTIFACTS / log_name
     with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            server_command(port, preload=preload),
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
         try:
-            deadline = time.monotonic() + STARTUP_TIMEOUT_S
-            while not healthy(url):
-                if proc.poll() is not None:
-                    pytest.fail(f"the server exited with code {proc.returncode}:\n{log_path.read_text()}")
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the server was not healthy after {STARTUP_TIMEOUT_S} s:\n{log_path.read_text()}")
-                time.sleep(0.2)
-            yield Server(url=url, healthy_at=time.monotonic())
+            running = start_server(log, preload=preload, timeout_s=STARTUP_TIMEOUT_S)
+        except RuntimeError as exc:
+            pytest.fail(f"{exc}:\n{log_path.read_text()}")
+        try:
+            yield running
         finally:
-            stop(proc)
+            stop(running.proc)
 
 
 @pytest.fixture(scope="session")

@@ -4,17 +4,22 @@ offline browser context. Plain functions, no pytest: the measurement script impo
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
 from urllib.parse import urlparse
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext
 
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_PATH = "/usr/bin/chromium"  # Debian's chromium; Playwright's own browser downloads are never used
 CHROMIUM_ARGS = [
     "--headless",
@@ -66,6 +71,40 @@ def stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@dataclass
+class RunningServer:
+    proc: subprocess.Popen
+    url: str
+    started: float  # time.monotonic() when the process was started
+    healthy_at: float  # … and when /_stcore/health first answered
+
+
+def start_server(log: IO, *, preload: bool = False, timeout_s: float) -> RunningServer:
+    """Start the app on a free port from the repository root (output to ``log``) and wait for its health check.
+
+    Raises RuntimeError, the server stopped, if it exits or is not healthy within ``timeout_s``. Polls every 50 ms,
+    so that ``healthy_at`` is exact enough to time from.
+    """
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        server_command(port, preload=preload),
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    while not healthy(url):
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with code {proc.returncode}")
+        if time.monotonic() > started + timeout_s:
+            stop(proc)
+            raise RuntimeError(f"the server was not healthy after {timeout_s} s")
+        time.sleep(0.05)
+    return RunningServer(proc=proc, url=url, started=started, healthy_at=time.monotonic())
 
 
 def offline_context(browser: Browser) -> tuple[BrowserContext, list[str]]:
