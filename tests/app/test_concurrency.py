@@ -30,6 +30,7 @@ from streamlit.runtime.caching.storage.dummy_cache_storage import MemoryCacheSto
 from streamlit.runtime.dataframe_source_manager import DataframeSourceManager
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+from streamlit.runtime.scriptrunner import magic
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 from streamlit.testing.v1.util import patch_config_options
@@ -347,6 +348,10 @@ def one_server():
     AppTest installs a fresh mock runtime for each run and removes it when the run ends (``Runtime._instance``,
     process-wide), so AppTests running at once in threads would pull the runtime from under each other. Here all of
     them share one, built as AppTest builds its own; their per-run swaps land on a stand-in class.
+
+    The server also has one script cache, which parses each page under a lock; every AppTest has its own. Parsing in
+    many threads at once trips a race in CPython 3.11's AST constructor ("SystemError: AST constructor recursion
+    depth mismatch", python/cpython#106905), so here too scripts are parsed one at a time.
     """
     runtime = MagicMock(spec=Runtime)
     runtime.media_file_mgr = MediaFileManager(MemoryMediaFileStorage("/mock/media"))
@@ -359,13 +364,21 @@ def one_server():
     class PerRunRuntime(Runtime):
         """Receives AppTest's per-run ``_instance`` assignments."""
 
+    parse_lock, add_magic = threading.Lock(), magic.add_magic
+
+    def add_magic_one_at_a_time(code: str, script_path: str):
+        with parse_lock:
+            return add_magic(code, script_path)
+
     saved = app_test_module.Runtime
     with patch_config_options({"global.appTest": True}):
         Runtime._instance = runtime
         app_test_module.Runtime = PerRunRuntime
+        magic.add_magic = add_magic_one_at_a_time
         try:
             yield
         finally:
+            magic.add_magic = add_magic
             app_test_module.Runtime = saved
             Runtime._instance = None
 
