@@ -1,0 +1,360 @@
+"""The one table of mechanisms: every memory mechanism of the lineage, defined once.
+
+Each entry says what a mechanism *is* — its paper, its write rule, its gate, what its layer puts around the
+recurrence, its colour, the stage-table row it belongs to and its public op — so that the stage table, layers,
+hybrid schedules, verification, benchmark, Memory lab, footprints, plots and pages derive from it instead of
+repeating it. Adding a mechanism is one entry here plus its tests.
+
+The linear-memory family is one recurrence (:mod:`lineage.recurrence`) and two choices, which give the grid:
+
+    write rule \\ gate   none               scalar (per head)     channel (per key channel)
+    additive            linear attention   Mamba-2               GLA
+    delta               DeltaNet           Gated DeltaNet        KDA
+
+The softmax family ("softmax": GPT-2's multi-head attention, "mla": DeepSeek's latent cache) has no write rule:
+it keeps every key and value instead of folding them into a state.
+
+Every linear op takes ``q, k, v``, then ``g`` if it has a gate, then ``beta`` if it writes with the delta rule
+(the package convention); :meth:`Mechanism.call` passes exactly those, so a caller can run any linear mechanism
+from one set of inputs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import torch
+
+from lineage.deltanet import deltanet
+from lineage.gated_deltanet import gated_deltanet
+from lineage.gla import gla
+from lineage.kda import kda
+from lineage.linear_attention import linear_attention
+from lineage.mamba2 import mamba2
+from lineage.softmax import softmax_attention
+
+RULES = ("additive", "delta")
+GATES = ("none", "scalar", "channel")
+OUTPUT_GATES = ("none", "swish", "sigmoid")
+# How a layer computes its log-gate from x, by gate kind (see lineage.layers.LinearMemoryMixer.gates):
+GATE_FORMS = {
+    "none": ("none",),
+    "scalar": ("softplus",),  # Mamba-2: g = −exp(A_log) · softplus(W x + dt_bias), one per head
+    "channel": ("logsigmoid", "softplus"),  # GLA: log σ(W↑W↓x) / 16; KDA: −exp(A_log) · softplus(W↑W↓x + dt_bias)
+}
+
+
+@dataclass(frozen=True)
+class LayerOptions:
+    """What a mechanism's layer puts around its recurrence (the papers' choices; no math of its own)."""
+
+    conv: bool = False  # short causal convolution (then Swish) on q, k, v
+    l2norm: bool = False  # L2-normalise q and k (keeps I − β k kᵀ a contraction)
+    output_gate: str = "none"  # "none" | "swish" | "sigmoid": gate applied after an RMSNorm of the output
+    gate_form: str = "none"  # one of GATE_FORMS[gate]: how the log-gate is computed from x
+    feature_map: str | None = None  # φ on q and k, applied by the op (linear attention's "elu1"); None: none
+    normalize: bool = False  # divide by the normaliser z_tᵀ φ(q_t) (its z is one more column of state)
+    step_scaled_values: bool = False  # Mamba-2's discretisation: v ← Δ·v and read scale 1 (C, B, Δx of the SSD)
+
+
+@dataclass(frozen=True)
+class StageRow:
+    """A mechanism's own row of the stage table (:mod:`lineage.stages`): the story around it."""
+
+    representative: str  # the model or paper that stands for it
+    summary: str  # how memory is stored, in a few words
+    problem_solved: str
+    cost_introduced: str
+    transition: str  # one line leading *into* this stage, for the guided tour
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One memory mechanism of the lineage.
+
+    Attributes:
+        key: the one name used everywhere (pages, layers, footprints, plots, bench, lab).
+        title, year, paper (citation with arXiv id), url.
+        rule: "additive" | "delta" for the linear-memory family; None for the softmax family.
+        gate: "none" | "scalar" | "channel".
+        layer: what its layer puts around the recurrence; None for the softmax family (their layers are
+            :class:`lineage.softmax.CausalSelfAttention` and :class:`lineage.mla.MLA`).
+        colour: hex colour of the mechanism on every chart.
+        stage: key of the stage-table row it belongs to.
+        row: its row of the stage table, for mechanisms that introduce a stage of their own (``stage == key``);
+            None where the row is written in :mod:`lineage.stages` (the softmax stages, the hybrid).
+        op: the public op; None where the mechanism exists only as a layer (MLA).
+        bare: keyword arguments that make ``op`` the bare shared recurrence (S += k vᵀ, no feature map, no
+            normaliser), so that it can be checked against :func:`lineage.recurrence.recurrent_memory`.
+        layer_kind: its kind in :mod:`lineage.footprints` and :mod:`lineage.hybrid` schedules (the key, except
+            "mha" for softmax attention, whose footprint kinds are "mha" and "gqa").
+    """
+
+    key: str
+    title: str
+    year: int
+    paper: str
+    url: str
+    rule: str | None
+    gate: str
+    colour: str
+    stage: str
+    layer: LayerOptions | None = None
+    row: StageRow | None = None
+    op: Callable | None = None
+    bare: Mapping[str, object] = field(default_factory=dict)
+    layer_kind: str = ""
+
+    def __post_init__(self):
+        if not self.key.isidentifier():
+            raise ValueError(f"key must be a Python identifier (it names files and URL paths), got {self.key!r}")
+        if self.rule is not None and self.rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES} or None (softmax family), got {self.rule!r}")
+        if self.gate not in GATES:
+            raise ValueError(f"gate must be one of {GATES}, got {self.gate!r}")
+        if not re.fullmatch(r"#[0-9A-Fa-f]{6}", self.colour):
+            raise ValueError(f"colour must be a hex colour '#RRGGBB', got {self.colour!r}")
+        if (self.rule is None) != (self.layer is None):
+            raise ValueError(f"{self.key}: a linear mechanism (rule set) needs layer options, a softmax one has none")
+        if self.layer is not None:
+            if self.layer.gate_form not in GATE_FORMS[self.gate]:
+                raise ValueError(
+                    f"{self.key}: layer.gate_form must be one of {GATE_FORMS[self.gate]} for gate {self.gate!r}, "
+                    f"got {self.layer.gate_form!r}"
+                )
+            if self.layer.output_gate not in OUTPUT_GATES:
+                raise ValueError(f"{self.key}: layer.output_gate must be one of {OUTPUT_GATES}")
+            if self.op is None:
+                raise ValueError(f"{self.key}: a linear mechanism needs its op")
+        if (self.row is not None) != (self.stage == self.key):
+            raise ValueError(f"{self.key}: a mechanism has its own row exactly when its stage is its own key")
+        object.__setattr__(self, "bare", MappingProxyType(dict(self.bare)))
+        object.__setattr__(self, "layer_kind", self.layer_kind or self.key)
+
+    @property
+    def is_linear(self) -> bool:
+        """A fixed-size state (the linear-memory family), as opposed to a cache that grows with the context."""
+        return self.rule is not None
+
+    def call(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        g: torch.Tensor | None = None,
+        beta: torch.Tensor | None = None,
+        **kwargs,
+    ):
+        """Run this linear mechanism's op with the arguments it takes: ``op(q, k, v, [g], [beta], **kwargs)``.
+
+        ``g`` is passed when the mechanism has a gate, ``beta`` when it writes with the delta rule; the other is
+        ignored, so one set of inputs serves every mechanism.
+        """
+        if not self.is_linear:
+            raise ValueError(f"{self.key!r} is not a linear-memory mechanism; its op has another signature")
+        args = [q, k, v]
+        if self.gate != "none":
+            args.append(g)
+        if self.rule == "delta":
+            args.append(beta)
+        return self.op(*args, **kwargs)
+
+
+# Okabe & Ito (2008), the colour-blind-safe qualitative palette (H5's issue #13 may reassign them).
+_ENTRIES = (
+    Mechanism(
+        key="softmax",
+        title="Softmax attention",
+        year=2017,
+        paper="Vaswani et al., Attention Is All You Need, arXiv 1706.03762; GPT-2: Radford et al. (OpenAI, 2019)",
+        url="https://arxiv.org/abs/1706.03762",
+        rule=None,
+        gate="none",
+        colour="#000000",
+        stage="gpt2",
+        op=softmax_attention,
+        layer_kind="mha",
+    ),
+    Mechanism(
+        key="mla",
+        title="MLA (multi-head latent attention)",
+        year=2024,
+        paper="DeepSeek-AI, DeepSeek-V2, arXiv 2405.04434 (§2.1); the softmax layer of Kimi Linear, arXiv 2510.26692",
+        url="https://arxiv.org/abs/2405.04434",
+        rule=None,
+        gate="none",
+        colour="#CC79A7",
+        stage="hybrid",
+    ),
+    Mechanism(
+        key="linear_attention",
+        title="Linear attention",
+        year=2020,
+        paper="Katharopoulos et al., Transformers are RNNs, arXiv 2006.16236",
+        url="https://arxiv.org/abs/2006.16236",
+        rule="additive",
+        gate="none",
+        colour="#E69F00",
+        stage="linear_attention",
+        layer=LayerOptions(feature_map="elu1", normalize=True),
+        row=StageRow(
+            representative="Linear Transformer (Katharopoulos et al.)",
+            summary="Fixed K×V state: S += φ(k) vᵀ",
+            problem_solved="Memory no longer grows with the context: O(1) state, O(T) time",
+            cost_introduced="Can only add: old associations are never updated, and they interfere",
+            transition="The cache grows without bound. Fold the past into a fixed-size matrix instead.",
+        ),
+        op=linear_attention,
+        bare={"feature_map": "identity", "normalize": False},
+    ),
+    Mechanism(
+        key="deltanet",
+        title="DeltaNet",
+        year=2024,
+        paper="Schlag et al., arXiv 2102.11174; Yang et al., Parallelizing Linear Transformers with the Delta Rule "
+        "over Sequence Length, arXiv 2406.06484",
+        url="https://arxiv.org/abs/2406.06484",
+        rule="delta",
+        gate="none",
+        colour="#56B4E9",
+        stage="deltanet",
+        layer=LayerOptions(conv=True, l2norm=True, output_gate="swish"),
+        row=StageRow(
+            representative="DeltaNet (Yang et al.)",
+            summary="Delta rule: read the value at k, write only the correction",
+            problem_solved="Can update: a key's value is replaced instead of blended",
+            cost_introduced="Each step depends on the last through Sᵀk; parallel training needs a chunked WY form",
+            transition="Linear attention can only add. DeltaNet can update.",
+        ),
+        op=deltanet,
+    ),
+    Mechanism(
+        key="mamba2",
+        title="Mamba-2",
+        year=2024,
+        paper="Dao & Gu, Transformers are SSMs, arXiv 2405.21060",
+        url="https://arxiv.org/abs/2405.21060",
+        rule="additive",
+        gate="scalar",
+        colour="#D55E00",
+        stage="mamba2",
+        layer=LayerOptions(conv=True, output_gate="swish", gate_form="softplus", step_scaled_values=True),
+        row=StageRow(
+            representative="Mamba-2 / SSD (Dao & Gu)",
+            summary="Additive state with a scalar decay per head: S = α S + k vᵀ",
+            problem_solved="Can forget in bulk: a data-dependent gate clears old context",
+            cost_introduced="One decay rate for the whole head, and writes are still additive",
+            transition="DeltaNet edits one key at a time but never clears. Mamba-2 decays the whole memory.",
+        ),
+        op=mamba2,
+    ),
+    Mechanism(
+        key="gla",
+        title="GLA",
+        year=2024,
+        paper="Yang et al., Gated Linear Attention Transformers with Hardware-Efficient Training, arXiv 2312.06635",
+        url="https://arxiv.org/abs/2312.06635",
+        rule="additive",
+        gate="channel",
+        colour="#F0E442",
+        stage="gla",
+        layer=LayerOptions(output_gate="swish", gate_form="logsigmoid"),
+        row=StageRow(
+            representative="Gated Linear Attention (Yang et al.)",
+            summary="Additive state with a decay per key channel",
+            problem_solved="Channels forget at their own rates",
+            cost_introduced="Still additive writes; per-channel decay complicates the chunked form",
+            transition="A single gate forgets every channel alike. GLA gives each channel its own gate.",
+        ),
+        op=gla,
+    ),
+    Mechanism(
+        key="gated_deltanet",
+        title="Gated DeltaNet",
+        year=2025,
+        paper="Yang et al., Gated Delta Networks: Improving Mamba2 with Delta Rule, arXiv 2412.06464 (ICLR 2025)",
+        url="https://arxiv.org/abs/2412.06464",
+        rule="delta",
+        gate="scalar",
+        colour="#009E73",
+        stage="gated_deltanet",
+        layer=LayerOptions(conv=True, l2norm=True, output_gate="swish", gate_form="softplus"),
+        row=StageRow(
+            representative="Gated DeltaNet (Yang, Kautz & Hatamizadeh)",
+            summary="Decay, then delta-rule write: S = (I − β k kᵀ) α S + β k vᵀ",
+            problem_solved="Forgets and updates: α = 1 is DeltaNet, α = 0 wipes",
+            cost_introduced="One scalar gate per head: every channel forgets at the same speed",
+            transition="Mamba-2 can forget but only adds; DeltaNet updates but never forgets. Do both.",
+        ),
+        op=gated_deltanet,
+    ),
+    Mechanism(
+        key="kda",
+        title="KDA (Kimi Delta Attention)",
+        year=2025,
+        paper="Kimi Team, Kimi Linear: An Expressive, Efficient Attention Architecture, arXiv 2510.26692",
+        url="https://arxiv.org/abs/2510.26692",
+        rule="delta",
+        gate="channel",
+        colour="#0072B2",
+        stage="kda",
+        layer=LayerOptions(conv=True, l2norm=True, output_gate="sigmoid", gate_form="softplus"),
+        row=StageRow(
+            representative="Kimi Linear (Moonshot AI)",
+            summary="Delta rule with a decay per key channel: S = (I − β k kᵀ) Diag(α) S + β k vᵀ",
+            problem_solved="Each channel chooses how long to remember: fine-grained forgetting with precise updates",
+            cost_introduced="A fixed state still loses exact details past its capacity",
+            transition="Gated DeltaNet's single gate becomes a vector: one forgetting rate per channel.",
+        ),
+        op=kda,
+    ),
+)
+
+_REGISTRY: dict[str, Mechanism] = {m.key: m for m in _ENTRIES}
+
+MECHANISMS: Mapping[str, Mechanism] = MappingProxyType(_REGISTRY)
+"""Every mechanism by key, in the order of the lineage (a read-only view; see :func:`registered`)."""
+
+
+def mechanism(key: str) -> Mechanism:
+    """Look a mechanism up by key, with a message listing the keys when it is unknown."""
+    if key not in _REGISTRY:
+        raise ValueError(f"mechanism must be one of {', '.join(map(repr, _REGISTRY))}, got {key!r}")
+    return _REGISTRY[key]
+
+
+def linear_mechanisms() -> tuple[Mechanism, ...]:
+    """The linear-memory family (a fixed-size state), in the order of the lineage."""
+    return tuple(m for m in _REGISTRY.values() if m.is_linear)
+
+
+def softmax_mechanisms() -> tuple[Mechanism, ...]:
+    """The softmax family (a cache that grows with the context)."""
+    return tuple(m for m in _REGISTRY.values() if not m.is_linear)
+
+
+def colours() -> dict[str, str]:
+    """key -> colour of every mechanism."""
+    return {k: m.colour for k, m in _REGISTRY.items()}
+
+
+@contextmanager
+def registered(extra: Mechanism) -> Iterator[Mechanism]:
+    """Add ``extra`` to the table for the duration of a ``with`` block (for tests of "one entry is enough").
+
+    A real mechanism is an entry of the table above; this only lets a test show that everything derived from the
+    table picks a new entry up without another change.
+    """
+    if not isinstance(extra, Mechanism):
+        raise TypeError(f"extra must be a Mechanism, got {type(extra).__name__}")
+    if extra.key in _REGISTRY:
+        raise ValueError(f"a mechanism named {extra.key!r} is already in the table")
+    _REGISTRY[extra.key] = extra
+    try:
+        yield extra
+    finally:
+        del _REGISTRY[extra.key]
