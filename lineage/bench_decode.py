@@ -23,8 +23,9 @@ What is timed (every step on ``device``, inputs already there):
     copy       ``dst.copy_(src)`` on one large fp32 tensor: bytes moved = 2 × size (read + write). The KV
                step's achieved bandwidth (bytes of K and V read / time) is reported as a fraction of this.
 
-Honesty: warm-up runs first; GPU work is synchronised before and after each timed call
-(``lineage.device.synchronize``); the reported time is the median of the repeats. Sizes are capped per device
+Honesty: every time comes from the one timer, ``lineage.timing``: warm-up runs first; GPU work is synchronised
+before and after each timed call; the two steps are timed in interleaved rounds at each context, so background
+load hits them alike; the reported time is the median of the repeats. Sizes are capped per device
 from a memory estimate (``memory_estimate``), and a request over the cap is refused with a ``ValueError``.
 """
 
@@ -40,9 +41,10 @@ import torch
 import torch.nn.functional as F
 
 from lineage._checks import positive_int
-from lineage.device import device_info, get_device, synchronize
+from lineage.device import device_info, get_device
 from lineage.kda import kda
 from lineage.softmax import KVCache, decode_step
+from lineage.timing import Timed, interleaved_times, repeat_times
 
 # Width of the layer: 8 heads × 128 per head, the key/value shape of one Llama-3-8B layer (8 KV heads × 128,
 # meta-llama/llama3 params.json). Each cached token costs 8 · 2 · 128 · 4 = 8 KiB in fp32.
@@ -226,26 +228,6 @@ class DecodeBenchmark:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _time(run: Callable, device: torch.device, warmup: int, repeats: int, setup: Callable | None = None) -> np.ndarray:
-    """Seconds of ``run(setup())`` for each of ``repeats`` timed calls after ``warmup`` untimed ones.
-
-    ``setup`` (untimed) prepares a fresh argument per call; the previous one is released first so that two
-    never coexist beyond what ``memory_estimate`` counts.
-    """
-    times = []
-    for i in range(warmup + repeats):
-        arg = setup() if setup is not None else None
-        synchronize(device)  # queued setup work must not land inside the timed region
-        start = time.perf_counter()
-        run(arg)
-        synchronize(device)
-        elapsed = time.perf_counter() - start
-        del arg
-        if i >= warmup:
-            times.append(elapsed)
-    return np.asarray(times)
-
-
 def _filled_cache(context: int, heads: int, head_dim: int, device: torch.device, gen: torch.Generator) -> KVCache:
     """A cache holding context − 1 tokens, with room for exactly one more (so the timed append never grows it)."""
     cache = KVCache(1, heads, head_dim, head_dim, dtype=DTYPE, device=device, capacity=context)
@@ -287,7 +269,7 @@ def measure_copy_bandwidth(
     src = torch.ones(n, dtype=DTYPE, device=dev)  # values don't change a copy's speed; ones are cheap to make
     dst = torch.empty_like(src)  # its pages are first touched in the warm-up
     with torch.inference_mode():
-        return _time(lambda _: dst.copy_(src), dev, warmup, repeats)
+        return np.asarray(repeat_times(lambda: dst.copy_(src), dev, repeats, warmup=warmup))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -364,13 +346,14 @@ def run_decode_benchmark(
     with torch.inference_mode():
         for i, N in enumerate(contexts.tolist()):
             base = _filled_cache(N, heads, head_dim, dev, gen)
-            kv_seconds.append(
-                _time(lambda cache: decode_step(q_t, k_t, v_t, cache), dev, cfg.warmup, cfg.repeats, setup=base.clone)
-            )
+            steps = {
+                "kv": Timed(lambda cache: decode_step(q_t, k_t, v_t, cache), cfg.repeats, setup=base.clone),
+                "kda": Timed(lambda: kda(**kda_in, mode="recurrent", output_final_state=True), cfg.repeats),
+            }
+            times = interleaved_times(steps, dev, cfg.warmup)
             del base
-            kda_seconds.append(
-                _time(lambda _: kda(**kda_in, mode="recurrent", output_final_state=True), dev, cfg.warmup, cfg.repeats)
-            )
+            kv_seconds.append(np.asarray(times["kv"]))
+            kda_seconds.append(np.asarray(times["kda"]))
             report(
                 (i + 2) / (len(contexts) + 1),
                 f"context {N:,}: KV cache {np.median(kv_seconds[-1]) * 1e3:.3f} ms, "

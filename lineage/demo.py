@@ -11,7 +11,6 @@ channels' α evenly from ``alpha`` (channel 0, the slowest to forget) down to ``
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -19,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from lineage import _checks as checks
-from lineage.device import device_info, get_device, synchronize
+from lineage.device import device_info, get_device
 from lineage.lab import MAX_D_K, MAX_PAIRS, recall_error
 from lineage.linear_attention import NORMALIZER_EPS
 from lineage.recurrence import MemoryTrace, _segsum, chunk_memory, parallel_memory, recurrent_memory
@@ -38,6 +37,7 @@ from lineage.softmax import (
     trace_softmax,
 )
 from lineage.stages import stage
+from lineage.timing import Timed, interleaved_medians, median_seconds, timed
 
 # Sizes a page may ask for. The recurrent trace stores T·K·V numbers per head, and the parallel form
 # T²·K for per-channel gates, so these caps keep one run well under a second and a few MB on a small CPU.
@@ -128,17 +128,6 @@ def _max_rel_err(actual: torch.Tensor, reference: torch.Tensor) -> float:
     return float((actual.cpu() - reference).abs().max() / reference.abs().max().clamp_min(1e-30))
 
 
-def _median_seconds(fn, device: torch.device, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        synchronize(device)
-        t0 = time.perf_counter()
-        fn()
-        synchronize(device)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def run_stage(
     stage_key: str,
     T: int = 32,
@@ -169,13 +158,13 @@ def run_stage(
     bd = None if beta is None else beta.to(device)
     o_chunk, _ = chunk_memory(qd, kd, vd, gd, bd, chunk_size=chunk_size, **kw)
     o_par, _ = parallel_memory(qd, kd, vd, gd, bd, **kw)
-    seconds = {
-        "recurrent": _median_seconds(lambda: recurrent_memory(qd, kd, vd, gd, bd, **kw), device, repeats),
-        "chunk": _median_seconds(
-            lambda: chunk_memory(qd, kd, vd, gd, bd, chunk_size=chunk_size, **kw), device, repeats
-        ),
-        "parallel": _median_seconds(lambda: parallel_memory(qd, kd, vd, gd, bd, **kw), device, repeats),
+    # the forms side by side in interleaved rounds; each has just run once above, which serves as its warm-up
+    forms = {
+        "recurrent": Timed(lambda: recurrent_memory(qd, kd, vd, gd, bd, **kw), repeats),
+        "chunk": Timed(lambda: chunk_memory(qd, kd, vd, gd, bd, chunk_size=chunk_size, **kw), repeats),
+        "parallel": Timed(lambda: parallel_memory(qd, kd, vd, gd, bd, **kw), repeats),
     }
+    seconds = interleaved_medians(forms, device, warmup=0)
     g_full = np.zeros((T, K), dtype=np.float32) if g is None else g[0, 0].reshape(T, -1).expand(T, K).numpy().copy()
     return StageRun(
         stage=s.key,
@@ -362,7 +351,9 @@ def chunk_size_sweep(
     device = get_device()
     qd, kd, vd, bd = (x.to(device) for x in (q, k, v, b))
     seconds = [
-        _median_seconds(lambda C=C: chunk_memory(qd, kd, vd, None, bd, rule="delta", chunk_size=C), device, repeats)
+        median_seconds(
+            lambda C=C: chunk_memory(qd, kd, vd, None, bd, rule="delta", chunk_size=C), device, repeats, warmup=0
+        )
         for C in sizes
     ]
     return ChunkSweep(
@@ -380,15 +371,6 @@ def chunk_size_sweep(
 # ---------------------------------------------------------------------------------------------------------------
 
 SOFTMAX_MAX_HEADS = 12  # GPT-2 124M's head count
-
-
-def _timed(fn, device: torch.device):
-    """(fn(), seconds) for one call, with queued device work included."""
-    synchronize(device)
-    t0 = time.perf_counter()
-    out = fn()
-    synchronize(device)
-    return out, time.perf_counter() - t0
 
 
 @dataclass
@@ -443,8 +425,8 @@ def run_softmax(
     device = get_device()
     layer, x = layer.to(device), x.to(device)
     with torch.inference_mode():
-        (y_cached, cache), t_cached = _timed(lambda: decode_cached(layer, x), device)
-        (y_recompute, rows), t_recompute = _timed(lambda: decode_recompute(layer, x), device)
+        (y_cached, cache), t_cached = timed(lambda: decode_cached(layer, x), device)
+        (y_recompute, rows), t_recompute = timed(lambda: decode_recompute(layer, x), device)
         seconds = {"recompute": t_recompute, "cached": t_cached}
         q, k, v = (
             t.reshape(1, T, n_heads, head_dim).transpose(1, 2) for t in layer.c_attn(x).split(d_model, dim=-1)
