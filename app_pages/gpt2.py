@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import demo, plots
-from lineage.softmax import CausalSelfAttention, decode_recompute, recompute_generation_cost
+from lineage.io_cost import recompute_generation_cost
+from lineage.softmax import CausalSelfAttention, decode_recompute
 from ui.classroom import chart, step_control, tour_nav
 from ui.common import cap_note, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
 

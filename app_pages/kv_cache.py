@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import demo, memory, plots
-from lineage.softmax import KVCache, decode_step, tiled_softmax_attention
+from lineage.kv_cache import KVCache
+from lineage.softmax import decode_step, tiled_softmax_attention
 from ui.classroom import chart, step_control, tour_nav
 from ui.common import cap_note, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
 

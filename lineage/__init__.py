@@ -20,10 +20,11 @@ from lineage.device import device_info, get_device
 from lineage.gated_deltanet import gated_deltanet
 from lineage.gla import gla
 from lineage.kda import kda
+from lineage.kv_cache import KVCache
 from lineage.linear_attention import linear_attention
 from lineage.mamba2 import mamba2, mamba2_ssd
 from lineage.recurrence import MemoryTrace, chunk_memory, parallel_memory, recurrent_memory
-from lineage.softmax import KVCache, softmax_attention
+from lineage.softmax import softmax_attention
 
 __all__ = [
     "KVCache",

@@ -134,6 +134,13 @@ def positive_int(name: str, x, *, maximum: int | None = None) -> int:
     return x
 
 
+def boolean(name: str, x) -> bool:
+    """Check a flag: True or False (not a truthy number or string)."""
+    if not isinstance(x, bool):
+        raise TypeError(f"{name} must be True or False, got {x!r} ({type(x).__name__})")
+    return x
+
+
 def compute_dtype(*xs: torch.Tensor) -> torch.dtype:
     """fp64 inputs stay fp64; every other float dtype (bf16, fp16, fp32) is computed in fp32."""
     return torch.float64 if any(x is not None and x.dtype == torch.float64 for x in xs) else torch.float32

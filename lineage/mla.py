@@ -41,7 +41,8 @@ import torch
 import torch.nn as nn
 
 from lineage import _checks as checks
-from lineage.softmax import KVCache, SequenceBuffer, softmax_attention
+from lineage.kv_cache import KVCache, SequenceBuffer
+from lineage.softmax import softmax_attention
 
 __all__ = ["MLA", "MLACache", "rope"]
 

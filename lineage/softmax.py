@@ -1,4 +1,6 @@
-"""Softmax attention: GPT-2's recompute, the KV cache, FlashAttention's tiled form, and GQA/MQA.
+"""Softmax attention: the math (standard, recurrent with a KV cache, FlashAttention's tiled form), GQA/MQA, the layer.
+
+The cache itself is :mod:`lineage.kv_cache`; the IO and FLOP accounting is :mod:`lineage.io_cost`.
 
 Papers
     Vaswani et al. 2017, "Attention Is All You Need" (arXiv 1706.03762): scaled dot-product attention.
@@ -32,7 +34,7 @@ query head h reads key/value head h // (H / Hkv) (the same grouping as ``repeat_
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,235 +42,20 @@ import torch
 import torch.nn as nn
 
 from lineage import _checks as checks
+from lineage.io_cost import IOCount, standard_attention_io_bytes, tiled_attention_io_bytes
+from lineage.kv_cache import KVCache, check_cache
 
 __all__ = [
     "CausalSelfAttention",
-    "IOCount",
-    "KVCache",
-    "RecomputeCost",
-    "SequenceBuffer",
     "SoftmaxTrace",
     "TiledTrace",
     "decode_cached",
     "decode_recompute",
     "decode_step",
-    "recompute_generation_cost",
     "softmax_attention",
-    "standard_attention_io_bytes",
-    "tiled_attention_io_bytes",
     "tiled_softmax_attention",
     "trace_softmax",
 ]
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# The cache
-# ----------------------------------------------------------------------------------------------------------------
-
-
-class SequenceBuffer:
-    """A tensor that grows along one dimension with amortised O(1) appends.
-
-    Storage is preallocated and doubles when full (like a Python list), so appending N tokens one at a time copies
-    O(N) elements in total, where ``torch.cat`` on every step would copy O(N²).
-
-    Args:
-        shape: the shape of an empty buffer, with 0 along ``dim`` (e.g. ``(B, Hkv, 0, K)``, dim 2).
-        dim: the growing (sequence) dimension.
-        capacity: initial number of slots along ``dim``.
-    """
-
-    def __init__(self, shape: tuple[int, ...], dim: int, *, dtype: torch.dtype, device=None, capacity: int = 16):
-        self.dim = dim
-        self._length = 0
-        self._data = torch.empty(self._with_len(shape, dim, capacity), dtype=dtype, device=device)
-
-    @staticmethod
-    def _with_len(shape, dim: int, n: int) -> tuple[int, ...]:
-        shape = list(shape)
-        shape[dim] = n
-        return tuple(shape)
-
-    @classmethod
-    def wrap(cls, x: torch.Tensor, dim: int) -> SequenceBuffer:
-        """A full buffer whose storage is ``x`` itself (no copy). ``x`` is never written: the next append
-        reallocates because there is no spare capacity."""
-        buf = cls.__new__(cls)
-        buf.dim, buf._length, buf._data = dim, x.shape[dim], x
-        return buf
-
-    @property
-    def length(self) -> int:
-        return self._length
-
-    @property
-    def capacity(self) -> int:
-        return self._data.shape[self.dim]
-
-    @property
-    def data(self) -> torch.Tensor:
-        """A view of the filled part."""
-        return self._data.narrow(self.dim, 0, self._length)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the filled part (what the sequence needs), not of the reserved capacity."""
-        return self.data.numel() * self._data.element_size()
-
-    @property
-    def reserved_nbytes(self) -> int:
-        """Bytes actually allocated, spare capacity included."""
-        return self._data.numel() * self._data.element_size()
-
-    def append(self, x: torch.Tensor) -> None:
-        n = x.shape[self.dim]
-        needed = self._length + n
-        if needed > self.capacity:
-            # Doubling: each element is copied O(1) times on average over a whole generation.
-            grown = torch.empty(
-                self._with_len(self._data.shape, self.dim, max(2 * self.capacity, needed, 1)),
-                dtype=self._data.dtype,
-                device=self._data.device,
-            )
-            grown.narrow(self.dim, 0, self._length).copy_(self.data)
-            self._data = grown
-        self._data.narrow(self.dim, self._length, n).copy_(x)
-        self._length = needed
-
-    def clone(self) -> SequenceBuffer:
-        buf = SequenceBuffer(
-            self._data.shape, self.dim, dtype=self._data.dtype, device=self._data.device, capacity=max(self.capacity, 1)
-        )
-        buf.append(self.data)
-        return buf
-
-
-class KVCache:
-    """Every key and value seen so far: k [B, Hkv, N, K], v [B, Hkv, N, V].
-
-    This is the memory of a softmax-attention layer. It never forgets and never compresses, so it grows by
-    Hkv × (K + V) numbers per token per sequence in the batch.
-
-    Args:
-        batch, kv_heads, key_dim, value_dim: B, Hkv, K, V.
-        dtype: storage dtype (what a real cache holds: the model's dtype).
-        capacity: initial number of token slots; the buffer doubles when full.
-    """
-
-    def __init__(
-        self,
-        batch: int,
-        kv_heads: int,
-        key_dim: int,
-        value_dim: int,
-        *,
-        dtype: torch.dtype = torch.float32,
-        device=None,
-        capacity: int = 16,
-    ):
-        for name, x in (("batch", batch), ("kv_heads", kv_heads), ("key_dim", key_dim), ("value_dim", value_dim)):
-            checks.positive_int(name, x)
-        self._k = SequenceBuffer((batch, kv_heads, 0, key_dim), 2, dtype=dtype, device=device, capacity=capacity)
-        self._v = SequenceBuffer((batch, kv_heads, 0, value_dim), 2, dtype=dtype, device=device, capacity=capacity)
-
-    @classmethod
-    def from_tensors(cls, k: torch.Tensor, v: torch.Tensor) -> KVCache:
-        """A cache holding k [B, Hkv, N, K] and v [B, Hkv, N, V] without copying them (the next append
-        reallocates, so ``k`` and ``v`` are never written)."""
-        checks.tensor("k", k, rank=4)
-        checks.tensor("v", v, rank=4)
-        if v.shape[:3] != k.shape[:3]:
-            raise ValueError(
-                f"v must have shape [B, Hkv, N, V] with (B, Hkv, N) = {tuple(k.shape[:3])} as in k, "
-                f"got {tuple(v.shape)}"
-            )
-        if v.dtype != k.dtype:
-            raise TypeError(f"k and v must share a dtype, got {k.dtype} and {v.dtype}")
-        cache = cls.__new__(cls)
-        cache._k, cache._v = SequenceBuffer.wrap(k, 2), SequenceBuffer.wrap(v, 2)
-        return cache
-
-    @property
-    def batch(self) -> int:
-        return self._k.data.shape[0]
-
-    @property
-    def kv_heads(self) -> int:
-        return self._k.data.shape[1]
-
-    @property
-    def key_dim(self) -> int:
-        return self._k.data.shape[3]
-
-    @property
-    def value_dim(self) -> int:
-        return self._v.data.shape[3]
-
-    @property
-    def dtype(self) -> torch.dtype:
-        return self._k.data.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self._k.data.device
-
-    @property
-    def length(self) -> int:
-        """N, the number of tokens held."""
-        return self._k.length
-
-    @property
-    def capacity(self) -> int:
-        """Token slots allocated (>= length)."""
-        return self._k.capacity
-
-    @property
-    def keys(self) -> torch.Tensor:
-        """[B, Hkv, N, K], a view of the filled part."""
-        return self._k.data
-
-    @property
-    def values(self) -> torch.Tensor:
-        """[B, Hkv, N, V], a view of the filled part."""
-        return self._v.data
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held for the filled part: N × Hkv × (K + V) × B × element size."""
-        return self._k.nbytes + self._v.nbytes
-
-    @property
-    def reserved_nbytes(self) -> int:
-        """Bytes allocated, spare capacity included."""
-        return self._k.reserved_nbytes + self._v.reserved_nbytes
-
-    def append(self, k_t: torch.Tensor, v_t: torch.Tensor) -> None:
-        """Add n >= 1 tokens: k_t [B, Hkv, n, K], v_t [B, Hkv, n, V] (cast to the cache's dtype)."""
-        for name, x, d in (("k_t", k_t, self.key_dim), ("v_t", v_t, self.value_dim)):
-            if not isinstance(x, torch.Tensor):
-                raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-            want = (self.batch, self.kv_heads, d)
-            if x.dim() != 4 or (x.shape[0], x.shape[1], x.shape[3]) != want:
-                raise ValueError(
-                    f"{name} must have shape [B, Hkv, n, D] with (B, Hkv, D) = {want} as in the cache, "
-                    f"got {tuple(x.shape)}"
-                )
-        if k_t.shape[2] != v_t.shape[2]:
-            raise ValueError(f"k_t and v_t must hold the same number of tokens, got {k_t.shape[2]} and {v_t.shape[2]}")
-        self._k.append(k_t)
-        self._v.append(v_t)
-
-    def clone(self) -> KVCache:
-        """An independent copy (appending to it leaves this cache unchanged)."""
-        cache = KVCache.__new__(KVCache)
-        cache._k, cache._v = self._k.clone(), self._v.clone()
-        return cache
-
-    def __repr__(self) -> str:
-        return (
-            f"KVCache(B={self.batch}, Hkv={self.kv_heads}, N={self.length}, K={self.key_dim}, "
-            f"V={self.value_dim}, dtype={self.dtype}, nbytes={self.nbytes})"
-        )
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -299,23 +86,6 @@ def _check_gqa(q, k, v) -> tuple[int, int, int, int, int, int]:
             f"per kv head); got q {tuple(q.shape)}, k {tuple(k.shape)}"
         )
     return B, H, Hkv, T, K, v.shape[3]
-
-
-def _check_cache(cache, B: int, Hkv: int, K: int, V: int, name: str = "initial_state") -> KVCache | None:
-    if cache is None:
-        return None
-    if not isinstance(cache, KVCache):
-        raise TypeError(f"{name} must be a KVCache or None, got {type(cache).__name__}")
-    got = (cache.batch, cache.kv_heads, cache.key_dim, cache.value_dim)
-    if got != (B, Hkv, K, V):
-        raise ValueError(f"{name} must hold (B, Hkv, K, V) = {(B, Hkv, K, V)} to match q, k, v, got {got}")
-    return cache
-
-
-def _check_bool(name: str, x) -> bool:
-    if not isinstance(x, bool):
-        raise TypeError(f"{name} must be True or False, got {x!r} ({type(x).__name__})")
-    return x
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -443,9 +213,9 @@ def softmax_attention(
     checks.mode(mode)
     checks.chunk_size(chunk_size)
     scale = checks.scale(scale, K)
-    _check_bool("causal", causal)
-    _check_bool("output_final_state", output_final_state)
-    _check_cache(initial_state, B, Hkv, K, V)
+    checks.boolean("causal", causal)
+    checks.boolean("output_final_state", output_final_state)
+    check_cache(initial_state, B, Hkv, K, V)
     if mode == "recurrent" and not causal:
         raise ValueError(
             "causal=False has no recurrent form: decoding token by token cannot see future keys; "
@@ -531,79 +301,6 @@ def decode_step(
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# IO accounting (FlashAttention §3.2): bytes between slow memory (HBM) and the chip
-# ----------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class IOCount:
-    """Bytes moved between slow memory (GPU HBM) and the compute units, for one (batch, head) of attention.
-
-    The model is the FlashAttention paper's (Dao et al. 2022, §3.2, Algorithm 0 vs Algorithm 1/2): every kernel
-    reads its operands from slow memory and writes its result back; on-chip SRAM and FLOPs are free. What
-    matters is whether the T × T score matrix makes the round trip.
-    """
-
-    reads: int
-    writes: int
-    total: int = field(init=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "total", self.reads + self.writes)
-
-
-def _check_sizes(T, D, bytes_per_element) -> None:
-    checks.positive_int("T", T)
-    checks.positive_int("D", D)
-    checks.positive_int("bytes_per_element", bytes_per_element)
-
-
-def standard_attention_io_bytes(T: int, D: int, *, bytes_per_element: int = 4, causal: bool = True) -> IOCount:
-    """Slow-memory traffic of unfused attention (the paper's Algorithm 0), one head, T tokens, head dim D.
-
-        1. S = scale · Q Kᵀ        read Q, K (2·T·D)        write S (T²)
-        2. (causal) mask S         read S (T²)               write S (T²)    — a separate masked_fill, as in GPT-2
-        3. P = softmax(S)          read S (T²)               write P (T²)
-        4. O = P V                 read P (T²), V (T·D)      write O (T·D)
-
-    The masked half of S is still stored: an unfused kernel writes the whole T × T matrix.
-    """
-    _check_sizes(T, D, bytes_per_element)
-    _check_bool("causal", causal)
-    td, tt = T * D, T * T
-    reads = 2 * td + tt + (tt + td)  # steps 1, 3, 4
-    writes = tt + tt + td
-    if causal:
-        reads, writes = reads + tt, writes + tt  # step 2
-    return IOCount(reads * bytes_per_element, writes * bytes_per_element)
-
-
-def tiled_attention_io_bytes(
-    T: int, D: int, *, block_size: int, bytes_per_element: int = 4, causal: bool = True
-) -> IOCount:
-    """Slow-memory traffic of tiled attention (FlashAttention-2's loop order), one head, T tokens, head dim D.
-
-    Query block i (block_size rows) is loaded once and kept on chip; each key block it visits is loaded once as
-    K and V (causal: only key blocks 0..i, the ones at or below the diagonal); O is written once. No T × T
-    matrix touches slow memory. With n_Q = ceil(T / block_size) query blocks:
-
-        reads  = T·D (Q) + 2·D · Σ_i (keys visited by block i)      Σ_i = n_Q·T, or causally Σ_i min((i+1)·B, T)
-        writes = T·D (O)
-
-    (The per-row log-sum-exp that training saves for the backward pass is not counted: this is inference.)
-    """
-    _check_sizes(T, D, bytes_per_element)
-    checks.positive_int("block_size", block_size)
-    _check_bool("causal", causal)
-    n_q = math.ceil(T / block_size)
-    # every block but the last ends at (i + 1)·block_size <= T; the last one sees all T keys
-    keys_visited = block_size * (n_q - 1) * n_q // 2 + T if causal else n_q * T
-    reads = T * D + 2 * D * keys_visited
-    writes = T * D
-    return IOCount(reads * bytes_per_element, writes * bytes_per_element)
-
-
-# ----------------------------------------------------------------------------------------------------------------
 # Traces for the animations
 # ----------------------------------------------------------------------------------------------------------------
 
@@ -660,7 +357,7 @@ def tiled_softmax_attention(
     B, H, Hkv, T, K, V = _check_gqa(q, k, v)
     checks.positive_int("block_size", block_size)
     scale = checks.scale(scale, K)
-    _check_bool("causal", causal)
+    checks.boolean("causal", causal)
     cd = checks.compute_dtype(q, k, v)
     o, m, l, steps = _tiled(q.to(cd), k.to(cd), v.to(cd), scale, causal, offset=0, C=block_size, record=True)
 
@@ -749,54 +446,6 @@ def trace_softmax(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: f
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# GPT-2 recompute vs KV cache: the cost model
-# ----------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RecomputeCost:
-    """Work to produce the token at each context length N = 1 .. n_tokens, without and with a KV cache.
-
-    Attributes (all [n_tokens], numpy int64):
-        position: N, the number of tokens in the context at that step.
-        rows_recompute, rows_cached: tokens whose Q/K/V projections are computed at that step (N vs 1).
-        flops_recompute, flops_cached: FLOPs of one attention layer's projections (QKV + output) and attention
-            (scores + weighted sum), times n_layers. A multiply-add counts 2.
-    """
-
-    position: np.ndarray
-    rows_recompute: np.ndarray
-    rows_cached: np.ndarray
-    flops_recompute: np.ndarray
-    flops_cached: np.ndarray
-
-
-def recompute_generation_cost(n_tokens: int, d_model: int, n_layers: int = 1) -> RecomputeCost:
-    """Per-step cost of one attention layer generating with and without a KV cache.
-
-    Only the attention layer is counted; without a cache the MLP is re-run on all N tokens as well.
-
-    Without a cache (GPT-2 recompute), step N runs the layer on all N tokens:
-        projections 2·N·d·3d (Q, K, V) + 2·N·d·d (output),  attention 2·N·N·d (Q Kᵀ) + 2·N·N·d (P V)
-    With a cache, only the new token:
-        projections 2·d·3d + 2·d·d,                          attention 2·N·d + 2·N·d
-    """
-    checks.positive_int("n_tokens", n_tokens)
-    checks.positive_int("d_model", d_model)
-    checks.positive_int("n_layers", n_layers)
-    N = np.arange(1, n_tokens + 1, dtype=np.int64)
-    d = d_model
-
-    def flops(rows: np.ndarray) -> np.ndarray:  # ``rows`` query rows attending to N keys
-        projections = 2 * rows * d * 3 * d + 2 * rows * d * d
-        attention = 2 * rows * N * d + 2 * rows * N * d
-        return n_layers * (projections + attention)
-
-    ones = np.ones_like(N)
-    return RecomputeCost(N, N.copy(), ones, flops(N), flops(ones))
-
-
-# ----------------------------------------------------------------------------------------------------------------
 # The layer
 # ----------------------------------------------------------------------------------------------------------------
 
@@ -850,7 +499,7 @@ class CausalSelfAttention(nn.Module):
         else:
             if cache is None:
                 cache = KVCache(B, Hkv, hd, hd, dtype=k.dtype, device=k.device)
-            _check_cache(cache, B, Hkv, hd, hd, name="cache")
+            check_cache(cache, B, Hkv, hd, hd, name="cache")
             o = decode_step(q, k, v, cache)
         y = self.c_proj(o.transpose(1, 2).reshape(B, T, self.d_model))  # (B, T, d_model)
         return y, cache

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from lineage import demo
-from lineage.softmax import KVCache
+from lineage.kv_cache import KVCache
 
 
 def test_softmax_run_counts_rows_and_bytes_from_the_loops():

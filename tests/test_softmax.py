@@ -1,4 +1,4 @@
-"""Softmax family: parallel ⇄ recurrent ⇄ chunk (tiled), GQA/MQA, KV cache, IO accounting, the layer."""
+"""Softmax attention: parallel ⇄ recurrent ⇄ chunk (tiled), GQA/MQA, the tiled trace, decoding, the layer."""
 
 from __future__ import annotations
 
@@ -9,16 +9,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from lineage.io_cost import standard_attention_io_bytes
+from lineage.kv_cache import KVCache
 from lineage.softmax import (
     CausalSelfAttention,
-    KVCache,
     decode_cached,
     decode_recompute,
     decode_step,
-    recompute_generation_cost,
     softmax_attention,
-    standard_attention_io_bytes,
-    tiled_attention_io_bytes,
     tiled_softmax_attention,
     trace_softmax,
 )
@@ -159,52 +157,7 @@ def test_decode_step_equals_parallel():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# KVCache
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def test_kv_cache_grows_geometrically_and_holds_what_was_appended():
-    B, Hkv, K, V, n = 2, 3, 4, 5, 300
-    cache = KVCache(B, Hkv, K, V, dtype=torch.float32, capacity=2)
-    k = torch.randn(B, Hkv, n, K)
-    v = torch.randn(B, Hkv, n, V)
-    capacities = [cache.capacity]
-    for t in range(n):
-        cache.append(k[:, :, t : t + 1], v[:, :, t : t + 1])
-        if cache.capacity != capacities[-1]:
-            capacities.append(cache.capacity)
-    assert all(b >= 2 * a for a, b in zip(capacities, capacities[1:], strict=False))
-    assert len(capacities) - 1 <= math.ceil(math.log2(n / 2)), "reallocations must be logarithmic in n"
-    assert cache.capacity < 2 * n
-    assert torch.equal(cache.keys, k) and torch.equal(cache.values, v)
-    # N tokens × Hkv heads × (K + V) numbers × B sequences × 4 bytes
-    assert cache.nbytes == n * Hkv * (K + V) * B * 4
-    assert cache.nbytes == (cache.keys.numel() + cache.values.numel()) * 4
-    assert cache.reserved_nbytes == cache.capacity * Hkv * (K + V) * B * 4
-
-
-def test_kv_cache_multi_token_append_clone_and_from_tensors():
-    k, v = torch.randn(1, 2, 7, 4, dtype=torch.float64), torch.randn(1, 2, 7, 3, dtype=torch.float64)
-    cache = KVCache.from_tensors(k[:, :, :3], v[:, :, :3])
-    copy = cache.clone()
-    cache.append(k[:, :, 3:], v[:, :, 3:])
-    assert cache.length == 7 and copy.length == 3
-    assert torch.equal(cache.keys, k) and torch.equal(copy.values, v[:, :, :3])
-    assert cache.nbytes == 7 * 2 * (4 + 3) * 1 * 8
-
-
-def test_kv_cache_append_rejects_wrong_shapes():
-    cache = KVCache(1, 2, 4, 4)
-    with pytest.raises(ValueError, match="k_t"):
-        cache.append(torch.randn(1, 3, 1, 4), torch.randn(1, 2, 1, 4))
-    with pytest.raises(ValueError, match="v_t"):
-        cache.append(torch.randn(1, 2, 1, 4), torch.randn(1, 2, 1, 5))
-    with pytest.raises(ValueError, match="same number of tokens"):
-        cache.append(torch.randn(1, 2, 2, 4), torch.randn(1, 2, 1, 4))
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Tiled trace and IO accounting
+# Tiled trace (and the IO bytes it reports)
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -250,48 +203,8 @@ def test_tiled_io_matches_the_blocks_the_algorithm_visits(causal):
     assert trace.io_standard == standard_attention_io_bytes(T, K, causal=causal)
 
 
-def quadratic_part(io_of_T, T: int) -> int:
-    """For bytes(T) = a·T² + b·T, bytes(2T) − 2·bytes(T) = 2a·T²: the linear (T·D) traffic cancels."""
-    return io_of_T(2 * T) - 2 * io_of_T(T)
-
-
-@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
-def test_io_counts_scale_as_the_paper_says(causal):
-    T, D, block = 4096, 64, 64
-    std = standard_attention_io_bytes(T, D, causal=causal)
-    tiled = tiled_attention_io_bytes(T, D, block_size=block, causal=causal)
-    # the saving is ~2·block/D for the full matrix (block = D here: 2×), and more when causal
-    assert tiled.total < std.total / (3 if causal else 1.9)
-    assert tiled.writes < std.writes / 100, "tiled writes only O, never a T × T matrix"
-    assert std.total == 4 * standard_attention_io_bytes(T, D, bytes_per_element=1, causal=causal).total
-
-    def standard(D):
-        return lambda T: standard_attention_io_bytes(T, D, causal=causal).total
-
-    assert quadratic_part(standard(D), 2 * T) == 4 * quadratic_part(standard(D), T), "doubling T quadruples S/P"
-    assert quadratic_part(standard(2 * D), T) == quadratic_part(standard(D), T), "the T × T part ignores D"
-
-
-def test_full_tiled_io_grows_as_T_squared_over_block():
-    T, D, block = 1024, 64, 64
-
-    def tiled(block):
-        return lambda T: tiled_attention_io_bytes(T, D, block_size=block, causal=False).total
-
-    assert quadratic_part(tiled(block), 2 * T) == 4 * quadratic_part(tiled(block), T)
-    assert quadratic_part(tiled(block), T) == 2 * quadratic_part(tiled(2 * block), T), "twice the block, half the K/V"
-
-
-def test_causal_io_is_cheaper_tiled_and_dearer_standard():
-    T, D = 2048, 64
-    causal = tiled_attention_io_bytes(T, D, block_size=64)
-    full = tiled_attention_io_bytes(T, D, block_size=64, causal=False)
-    assert causal.total < 0.6 * full.total, "causal tiling skips the blocks above the diagonal"
-    assert standard_attention_io_bytes(T, D).total > standard_attention_io_bytes(T, D, causal=False).total
-
-
 # ---------------------------------------------------------------------------------------------------------------
-# GPT-2 recompute: trace, cost model, layer
+# Decoding trace, recompute, the layer
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -310,22 +223,6 @@ def test_trace_softmax_records_rows_outputs_and_cache_bytes():
     np.testing.assert_array_equal(tr.cache_bytes, (np.arange(T) + 1) * (8 + 6) * 4)
     tr2 = trace_softmax(q[0, 0], k[0, 0], v[0, 0])
     np.testing.assert_array_equal(tr2.attn, tr.attn)
-
-
-def test_recompute_cost_model():
-    n, d = 50, 64
-    c = recompute_generation_cost(n, d)
-    assert c.rows_recompute.sum() == n * (n + 1) // 2 and c.rows_cached.sum() == n
-    assert c.flops_recompute[0] == c.flops_cached[0], "the first token has nothing to recompute"
-    assert np.all(c.flops_recompute[1:] > c.flops_cached[1:])
-    ratio = c.flops_recompute / c.flops_cached
-    assert np.all(np.diff(ratio) > 0), "recompute falls further behind as the context grows"
-    per_row_projection = c.flops_cached[0] - 4 * d  # one row, attention over N = 1 key costs 4d
-    extra = c.flops_recompute - c.flops_cached
-    attn_extra = 4 * d * c.position * (c.position - 1)
-    np.testing.assert_array_equal(extra, (c.position - 1) * per_row_projection + attn_extra)
-    c2 = recompute_generation_cost(n, d, n_layers=3)
-    np.testing.assert_array_equal(c2.flops_recompute, 3 * c.flops_recompute)
 
 
 def layer_reference(layer, x):
@@ -422,10 +319,6 @@ def test_bad_options(kwargs, exc, match):
 def test_bad_sizes_and_layer_arguments():
     with pytest.raises(ValueError, match="block_size"):
         tiled_softmax_attention(*_qkv(), block_size=0)
-    with pytest.raises(ValueError, match="T must be >= 1"):
-        standard_attention_io_bytes(0, 64)
-    with pytest.raises(ValueError, match="block_size"):
-        tiled_attention_io_bytes(64, 64, block_size=0)
     with pytest.raises(ValueError, match="n_heads must divide d_model"):
         CausalSelfAttention(30, 4)
     with pytest.raises(ValueError, match="n_kv_heads must divide n_heads"):

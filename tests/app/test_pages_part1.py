@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from lineage import demo, memory, stages
-from lineage.softmax import KVCache, standard_attention_io_bytes, tiled_attention_io_bytes
+from lineage.io_cost import standard_attention_io_bytes, tiled_attention_io_bytes
+from lineage.kv_cache import KVCache
 from tests.app.util import figure, markdown_table, parse_markdown_table, rerun, run_page, z_of
 from ui import common
 from ui.nav import PAGES
