@@ -24,9 +24,10 @@ from lineage.device import device_info, get_device, synchronize
 from lineage.gated_deltanet import gated_deltanet
 from lineage.gla import gla
 from lineage.kda import kda
+from lineage.kv_cache import KVCache
 from lineage.linear_attention import linear_attention
 from lineage.mamba2 import mamba2
-from lineage.softmax import KVCache, decode_step
+from lineage.softmax import decode_step
 
 # The parallel form holds T×T (×K for per-channel gates) numbers per head; skip it past this many bytes.
 PARALLEL_MAX_BYTES = 2 * 2**30

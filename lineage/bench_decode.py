@@ -43,7 +43,8 @@ import torch.nn.functional as F
 from lineage._checks import positive_int
 from lineage.device import device_info, get_device
 from lineage.kda import kda
-from lineage.softmax import KVCache, decode_step
+from lineage.kv_cache import KVCache
+from lineage.softmax import decode_step
 from lineage.timing import Timed, interleaved_times, repeat_times
 
 # Width of the layer: 8 heads × 128 per head, the key/value shape of one Llama-3-8B layer (8 KV heads × 128,
