@@ -8,8 +8,9 @@ from pathlib import Path
 import streamlit as st
 import torch
 
+from ui import links
 from ui.classroom import presenter_requested, presenter_toggle
-from ui.common import SEED_KEY, device_label
+from ui.common import device_label, seed_control
 from ui.nav import PAGES, SECTIONS
 
 ROOT = Path(__file__).parent
@@ -38,17 +39,14 @@ for entry in PAGES:
     )
 page = st.navigation({name: pages for name, pages in sections.items() if pages})
 
+requested = links.link_values()  # before any widget takes them
 with st.sidebar:
     st.caption(device_label())
-    st.number_input(
-        "Seed (shared by all pages)",
-        min_value=0,
-        max_value=2**31 - 1,
-        value=0,
-        step=1,
-        key=SEED_KEY,
-        bind="query-params",
-    )
+    seed_control()
     presenter_toggle()
 
-page.run()
+notices = st.container()  # at the top of the page: what the link or a typed value asked for that the page cannot use
+try:
+    page.run()
+finally:  # also after st.stop(): a page that stopped early still says what it did not use
+    links.report(requested, notices)

@@ -5,44 +5,47 @@ from __future__ import annotations
 import inspect
 
 import streamlit as st
-from streamlit.elements.widgets.number_input import NumberInputSerde
-from streamlit.proto.NumberInput_pb2 import NumberInput as NumberInputProto
 
 from lineage import demo, stages
 from lineage.device import device_info
+from ui import links
 
 SEED_KEY = "seed"
+DEFAULT_SEED = 0
+SEED_RANGE = (0, 2**31 - 1)  # what torch.Generator.manual_seed takes, and fits every int type on the way
 
 
-def _ignore_infinite_url_ints() -> None:
-    """Make ``?seed=inf`` an invalid URL value (ignored, like ``?seed=NaN``) instead of a crash.
+def seed_control() -> None:
+    """The shared seed in the sidebar, read from and written to the URL's ``seed`` by this code.
 
-    Streamlit 1.67 parses an integer number input's URL value as a float and converts it with ``int()``; for
-    ``inf`` (or ``1e309``) that raises OverflowError, which it does not catch, so one such link breaks every page at
-    the sidebar's seed. Patched once per process, and only while the bug is there: the probe below stops raising
-    once Streamlit handles it.
+    The number input is not bound to the URL: the value a link gives is parsed here (an integer in SEED_RANGE), so
+    a bad one is reported on the page and the default used. The input takes any number, so what a visitor types
+    reaches this code too and is checked the same way (the browser's own bounds would hold an out-of-range value on
+    screen while the page computed with the previous one).
     """
-    probe = NumberInputSerde(value=0, data_type=NumberInputProto.INT, min_value=0, max_value=1)
-    try:
-        probe.deserialize(float("inf"))
-    except OverflowError:
-        original = NumberInputSerde.deserialize
-
-        def deserialize(self, ui_value):
-            try:
-                return original(self, ui_value)
-            except OverflowError:
-                return original(self, None)  # the default: the caller then drops the URL value
-
-        NumberInputSerde.deserialize = deserialize
-
-
-_ignore_infinite_url_ints()
+    if SEED_KEY not in st.session_state:  # the session's first run: the link decides
+        given = st.query_params.get(SEED_KEY)
+        value, problem = links.whole_number(given, *SEED_RANGE) if given is not None else (DEFAULT_SEED, None)
+        if problem:
+            links.notice(f"The link's seed `{links.shown(given)}` is not used: {problem}. Using seed {DEFAULT_SEED}.")
+        st.session_state[SEED_KEY] = float(DEFAULT_SEED if problem else value)
+    # No value= here: session state holds it (a float input without bounds, so every typed number arrives here)
+    typed = st.number_input("Seed (shared by all pages)", step=1.0, format="%.0f", key=SEED_KEY)
+    value, problem = links.whole_number(typed, *SEED_RANGE)
+    if problem:
+        links.notice(f"Seed `{links.shown(typed)}` is not used: {problem}. Using seed {DEFAULT_SEED}.")
+    current = DEFAULT_SEED if problem else value
+    if current == DEFAULT_SEED:
+        if SEED_KEY in st.query_params:
+            del st.query_params[SEED_KEY]
+    elif st.query_params.get(SEED_KEY) != str(current):
+        st.query_params[SEED_KEY] = str(current)
 
 
 def seed() -> int:
-    """The seed chosen in the sidebar (shared by all pages)."""
-    return int(st.session_state.get(SEED_KEY, 0))
+    """The seed chosen in the sidebar (shared by all pages); the default while what was entered is not a seed."""
+    value, problem = links.whole_number(st.session_state.get(SEED_KEY, DEFAULT_SEED), *SEED_RANGE)
+    return DEFAULT_SEED if problem else value
 
 
 def device_label() -> str:

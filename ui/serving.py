@@ -1,27 +1,80 @@
-"""What ``serve.py`` (the hosted demo's start) does before the server answers, so the first visitor waits less.
+"""What ``serve.py`` (the README's start and the container's) does before the server answers.
 
-- It pays costs Streamlit pays once per process, on the first visitor's first script run (``warm_first_run``).
-- It prepares a page shell that loads plotly.js from the start (``static_dir_with_chart_import``). Streamlit's
-  frontend otherwise fetches plotly.js only when a page's first chart arrives: a 4.7 MB chunk that takes about 1.5 s
-  to evaluate on one core of a small CPU. Every page of this app has charts, so the shell preloads that chunk with
-  the frontend and imports it as soon as the frontend has loaded. The work then overlaps the websocket handshake and
-  the server's script run, instead of following them. Measured on 2 cores: the home page's first chart 0.5 s sooner
-  (median of 6 cold starts).
+- It refuses a port that is taken before anything heavy is imported (``port_problem``): a second server on a busy
+  port says so at once instead of after ten seconds of importing torch.
+- It pays the costs Streamlit pays once per process, on the first visitor's first script run (``warm_first_run``),
+  and imports what every page needs (``HEAVY_MODULES``), so the first visitor waits for neither.
+
+Everything here goes through public interfaces: the command line the user gave, the standard library's sockets and
+``inspect``, and ``importlib``. Nothing in Streamlit is replaced or rewritten.
 """
 
 from __future__ import annotations
 
-import atexit
+import importlib
 import inspect
-import re
-import shutil
-import tempfile
-from pathlib import Path
+import os
+import socket
 
-CHART_CHUNK_GLOB = "PlotlyChart.*.js"  # Streamlit's lazily loaded chart component, plotly.js bundled in
-MARKER = "lineage: chart import"
-# One static import at the head of a bundled chunk: `import{a as b}from"./x.js";` or `import"./x.js";`
-_STATIC_IMPORT = re.compile(r'\s*import\s*(?:[\w$*{}\s,]+?\s*from\s*)?"\./([\w.$-]+\.js)";?')
+DEFAULT_PORT = 8501  # Streamlit's
+DEFAULT_ADDRESS = "0.0.0.0"  # what Streamlit binds when no address is given
+
+# What the app's first script run imports, heaviest first (about 2.5 s on one core of a small CPU, torch most of it).
+# torch.fx's symbolic shapes: Module.to_empty, on the softmax pages, pulls in sympy (0.5 s).
+HEAVY_MODULES = (
+    "torch",
+    "torch.fx.experimental.symbolic_shapes",
+    "numpy",
+    "pandas",
+    "plotly.graph_objects",
+    "lineage.demo",
+    "lineage.plots",
+    "ui.classroom",
+    "ui.common",
+)
+
+
+def option(argv: list[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` or ``--name=VALUE`` in Streamlit's command line, or None (last one wins)."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def requested_port(argv: list[str], environ: dict[str, str] | None = None) -> tuple[int, str] | None:
+    """(port, address) the user asked for, on the command line or in Streamlit's environment variables; None when the
+    port is left to Streamlit (which then moves to the next free port by itself, so there is nothing to refuse)."""
+    environ = os.environ if environ is None else environ
+    port = option(argv, "--server.port") or environ.get("STREAMLIT_SERVER_PORT")
+    if port is None:
+        return None
+    address = option(argv, "--server.address") or environ.get("STREAMLIT_SERVER_ADDRESS") or DEFAULT_ADDRESS
+    try:
+        return int(port), address
+    except ValueError:
+        return None  # Streamlit's own option parsing reports it
+
+
+def port_problem(port: int, address: str) -> str | None:
+    """Why the server could not listen on ``address:port``, or None when it can (checked by binding it, then letting
+    it go). Streamlit sets SO_REUSEADDR on its socket, so this does too: a port in TIME_WAIT is not "taken"."""
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((address, port))
+        except OSError as exc:
+            return f"port {port} on {address} is not available ({exc.strerror or exc}); choose another: --server.port N"
+    return None
+
+
+def import_heavy_modules() -> None:
+    """Import what every page imports, so the first visitor's script run does not."""
+    for name in HEAVY_MODULES:
+        importlib.import_module(name)
 
 
 def warm_first_run() -> None:
@@ -32,71 +85,4 @@ def warm_first_run() -> None:
     - ``st.set_page_config``'s favicon imports ``PIL.Image`` (0.05 s).
     """
     inspect.stack()
-    import PIL.Image  # noqa: F401
-
-
-def chart_chunk(static_dir: Path) -> str | None:
-    """The file name of Streamlit's chart chunk under ``static_dir/static/js``; None unless exactly one matches."""
-    found = sorted(p.name for p in (static_dir / "static" / "js").glob(CHART_CHUNK_GLOB))
-    return found[0] if len(found) == 1 else None
-
-
-def static_imports(source: str) -> list[str]:
-    """The files a bundled chunk imports statically (the run of import statements at its head), in order."""
-    found, pos = [], 0
-    while match := _STATIC_IMPORT.match(source, pos):
-        found.append(match.group(1))
-        pos = match.end()
-    return found
-
-
-def page_shell_with_chart_import(html: str, chunk: str, imports: list[str]) -> str:
-    """Streamlit's ``index.html``, changed to load ``chunk`` (which statically imports ``imports``) from the start.
-
-    - A ``modulepreload`` link for the chunk and for each of its imports the page does not preload already: the
-      browser fetches and parses them alongside the frontend, instead of discovering them one round trip at a time.
-    - A module script that imports the chunk. The chunk imports the frontend's entry module, so the browser evaluates
-      it right after the frontend: while the websocket opens and the server runs the page, not after the page's
-      first chart arrives.
-
-    Paths are relative, as Streamlit's own tags are, so they work under any base URL and from any page's deep link.
-    """
-    if "</head>" not in html:
-        raise ValueError("Streamlit's index.html has no </head>: cannot add the chart import")
-    links = [
-        f'<link rel="modulepreload" crossorigin href="./static/js/{name}">\n  '
-        for name in [chunk, *imports]
-        if f"/{name}" not in html
-    ]
-    script = f'<script type="module">/* {MARKER} */ import("./static/js/{chunk}")</script>\n  '
-    return html.replace("</head>", "".join(links) + script + "</head>", 1)
-
-
-def static_dir_with_chart_import(source: Path, target: Path) -> bool:
-    """Fill the empty folder ``target`` with Streamlit's static folder ``source``, but a page shell that imports the
-    chart chunk early. Everything but ``index.html`` is a symbolic link into ``source``. Returns False, leaving
-    ``target`` empty, when this Streamlit has no single chart chunk (a layout this code does not know)."""
-    chunk = chart_chunk(source)
-    if chunk is None:
-        return False
-    imports = static_imports((source / "static" / "js" / chunk).read_text(encoding="utf-8"))
-    html = page_shell_with_chart_import((source / "index.html").read_text(encoding="utf-8"), chunk, imports)
-    for entry in source.iterdir():
-        if entry.name != "index.html":
-            (target / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
-    (target / "index.html").write_text(html, encoding="utf-8")
-    return True
-
-
-def static_dir_for_serving() -> Path | None:
-    """A temporary folder serving Streamlit's static files, with a page shell that imports the chart chunk early
-    (removed when the process exits), or None when Streamlit's layout is not the one expected. ``serve.py`` points
-    the server at it before the server starts; with None it serves Streamlit's own folder, and only the early import
-    is lost."""
-    from streamlit import file_util
-
-    target = Path(tempfile.mkdtemp(prefix="lineage-static-"))
-    atexit.register(shutil.rmtree, target, ignore_errors=True)
-    if not static_dir_with_chart_import(Path(file_util.get_static_dir()), target):
-        return None
-    return target
+    importlib.import_module("PIL.Image")

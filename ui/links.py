@@ -1,0 +1,144 @@
+"""Values that reach a page from outside its widgets — a link's query parameters, a typed number — and what the page
+says about those it cannot use. Nothing a visitor gives is dropped silently.
+
+A control bound to the URL (``bind="query-params"``) takes a link's value when it is one of the control's values;
+otherwise Streamlit drops it and the control shows its default. ``app.py`` takes the link's values before the page
+runs (``link_values``) and, after it, reports every one the page did not use (``report``): a name no control of the
+page has, or a value its control refused. Size controls clamp an over-cap value to the cap before the control is made
+(``clamp_to_range``) and say so. All of it goes through public Streamlit: ``st.query_params`` and
+``st.session_state``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import streamlit as st
+
+NOTICES_KEY = "_link_notices"  # this run's notices (session state: every session has its own)
+NOT_CONTROLS = frozenset({"present", "seed", "embed", "embed_options"})  # read by the app's own code, not widgets
+SHOWN_CHARS = 40  # of a value quoted back to the visitor
+
+
+def shown(value: object) -> str:
+    """A value as quoted in a message: printable, at most SHOWN_CHARS characters."""
+    text = "".join(ch if ch.isprintable() else "�" for ch in str(value))
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
+def whole_number(value: object, lo: int | None = None, hi: int | None = None) -> tuple[int | None, str | None]:
+    """(the integer, None) when ``value`` — a number or its text — is a whole number in [lo, hi]; else (None, why).
+
+    Text in scientific notation counts when it is exact (``"1e3"`` is 1,000): a visitor types it, a browser sends it.
+    """
+    allowed = _range_text(lo, hi)
+    if isinstance(value, bool) or value is None:
+        return None, f"it must be {allowed}"
+    number: float | int
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).strip()
+        try:
+            number = int(text) if isinstance(value, str) and text.lstrip("+-").isdigit() else float(text)
+        except (ValueError, OverflowError):
+            return None, f"it is not a number; it must be {allowed}"
+    if isinstance(number, float):
+        if not math.isfinite(number) or not number.is_integer():
+            return None, f"it must be {allowed}"
+        number = int(number)
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
+        return None, f"it must be {allowed}"
+    return number, None
+
+
+def _range_text(lo: int | None, hi: int | None) -> str:
+    if lo is not None and hi is not None:
+        return f"a whole number from {lo:,} to {hi:,}"
+    if lo is not None:
+        return f"a whole number ≥ {lo:,}"
+    return "a whole number"
+
+
+def notice(text: str) -> None:
+    """Keep a message about a value this run could not use, for ``report`` to show at the top of the page."""
+    st.session_state.setdefault(NOTICES_KEY, []).append(text)
+
+
+def link_values() -> dict[str, str]:
+    """The link's query parameters that no control of this session has taken yet (its first run on a page), and
+    clear the previous run's notices. Call before the page's widgets."""
+    st.session_state[NOTICES_KEY] = []
+    return {key: value for key, value in st.query_params.to_dict().items() if key not in st.session_state}
+
+
+def clamp_to_range(key: str, lo: float, hi: float, *, name: str, why: str) -> None:
+    """Before the control ``key`` is made: a link value for it past [lo, hi] is clamped to the nearer end, and said.
+
+    Streamlit would drop such a value and show the default; a link that asks for more than the cap means "as much as
+    allowed". Only on the control's first run in the session (later its own value wins), and only for numbers.
+    """
+    given = st.query_params.get(key)
+    if given is None or key in st.session_state:
+        return
+    try:
+        number = float(given)
+    except (ValueError, OverflowError):
+        return  # not a number: Streamlit drops it and ``report`` says so
+    if math.isnan(number) or lo <= number <= hi:
+        return
+    clamped = lo if number < lo else hi
+    st.session_state[key] = type(lo)(clamped)
+    notice(
+        f"The link's `{shown(key)}={shown(given)}` is past the allowed {lo:,}–{hi:,}: {name} is set to {clamped:,} "
+        f"({why})."
+    )
+
+
+def _same(given: str, value: object) -> bool:
+    """Whether a URL text ``given`` means ``value`` (the control's value): how Streamlit writes values to URLs."""
+    if isinstance(value, bool):
+        return given.strip().lower() == str(value).lower()
+    if isinstance(value, int | float):
+        try:
+            return float(given) == float(value)
+        except (ValueError, OverflowError):
+            return False
+    if isinstance(value, list | tuple):
+        return False
+    return given == str(value)
+
+
+def unused(requested: dict[str, str], controls: Iterable[str] | None = None) -> list[str]:
+    """Messages for the link values in ``requested`` that the page did not use, after it ran.
+
+    A value is used when its control still carries it in the URL (Streamlit removes a value it refuses, and one equal
+    to the default, which is then the control's value). ``controls``: keys that are controls (default: every key in
+    session state, where Streamlit keeps each widget's value under its key).
+    """
+    keys = set(st.session_state.keys()) if controls is None else set(controls)
+    messages = []
+    for key, given in requested.items():
+        if key in NOT_CONTROLS or key.startswith("_"):
+            continue
+        if key not in keys:
+            messages.append(f"`{shown(key)}` in the link is not a setting of this page; it is ignored.")
+            continue
+        value = st.session_state[key]
+        if st.query_params.get(key) == given or _same(given, value):
+            continue
+        if any(f"`{shown(key)}=" in n for n in st.session_state.get(NOTICES_KEY, [])):
+            continue  # clamped, and already said
+        messages.append(
+            f"The link's `{shown(key)}={shown(given)}` is not one of that control's values (out of its range, or not "
+            f"one of its choices): it shows {shown(value)} instead."
+        )
+    return messages
+
+
+def report(requested: dict[str, str], where) -> None:
+    """Show, in the container ``where`` (at the top of the page), every notice of this run and every unused link
+    value."""
+    for text in [*st.session_state.get(NOTICES_KEY, []), *unused(requested)]:
+        where.warning(text, icon=":material/link_off:")
