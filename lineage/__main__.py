@@ -12,16 +12,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="max error of every mechanism and mode against its reference (fp64)")
     v.add_argument("--seed", type=int, default=0)
-    b = sub.add_parser("bench", help="time recurrent vs chunk vs parallel forms and the decode step")
-    b.add_argument(
-        "what",
-        nargs="?",
-        choices=("ops", "decode"),
-        default="ops",
-        help="ops: every mechanism's forms and the decode step (default); decode: decode time vs context",
-    )
-    b.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    b.add_argument("--T", type=int, default=None, help="sequence length for 'ops' (default 4096)")
+    _add_bench_parser(sub)
     args = parser.parse_args(argv)
 
     if args.command == "verify":
@@ -31,17 +22,92 @@ def main(argv: list[str] | None = None) -> int:
         print(format_checks(checks))
         return 0 if all(c.ok for c in checks) else 1
 
+    return _bench(args, parser)
+
+
+BENCH_HELP = """\
+ops (default): every linear-memory op, chunked and recurrent, at gate strengths g = log σ(x) / n for n in
+16, 4, 1, 0.25 and with 5% wipes; GFLOP/s against the FLOP model and a same-run torch.bmm baseline. At the
+defaults (B=1 H=4 T=4096 K=V=64, 1 thread) it takes about 1 minute on an idle 2-core CPU and 2-4 minutes on a
+busy one; progress and an estimate of the time left go to stderr. decode: one decoding step of a KV cache
+against a KDA state as the context grows (about 10 s at the standard budget)."""
+
+
+def _add_bench_parser(sub) -> None:
+    from lineage.bench import BenchConfig
+    from lineage.bench_decode import BUDGETS
+
+    d = BenchConfig()
+    b = sub.add_parser(
+        "bench",
+        help="time the chunked vs recurrent forms at every gate strength, or the decode step",
+        description=BENCH_HELP,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    b.add_argument("what", nargs="?", choices=("ops", "decode"), default="ops", help="which benchmark")
+    b.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    b.add_argument("--threads", type=int, default=d.threads, help="torch intra-op threads (reported in the header)")
+    b.add_argument(
+        "--budget",
+        choices=tuple(BUDGETS),
+        default="standard",
+        help="decode: how many contexts and repeats (lineage.bench_decode.BUDGETS)",
+    )
+    ops = b.add_argument_group("ops")
+    for name in ("B", "H", "T", "K", "V"):
+        ops.add_argument(f"--{name}", type=int, default=getattr(d, name), help=f"{name} of the inputs")
+    ops.add_argument("--chunk-size", type=int, default=d.chunk_size, help="chunk length C of the chunked form")
+    ops.add_argument("--repeats", type=int, default=d.repeats, help="timed runs of the chunked form (median)")
+    ops.add_argument(
+        "--recurrent-repeats", type=int, default=d.recurrent_repeats, help="timed runs of the recurrent form (median)"
+    )
+    ops.add_argument(
+        "--recurrent-T",
+        type=int,
+        default=None,
+        help="time the recurrent form on this prefix of T and scale its time by T / recurrent-T (said in the output)",
+    )
+
+
+def _bench(args, parser: argparse.ArgumentParser) -> int:
+    import torch
+
+    if args.threads < 1:
+        parser.error(f"--threads must be >= 1, got {args.threads}")
+
+    def report(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
     if args.what == "decode":
         from lineage.bench_decode import format_table, run_decode_benchmark, to_json
 
-        result = run_decode_benchmark(progress=lambda frac, msg: print(f"[{frac:4.0%}] {msg}", file=sys.stderr))
+        threads_before = torch.get_num_threads()
+        torch.set_num_threads(args.threads)
+        try:
+            result = run_decode_benchmark(args.budget, progress=lambda frac, msg: report(f"[{frac:4.0%}] {msg}"))
+        finally:
+            torch.set_num_threads(threads_before)
         print(format_table(result))
         payload = to_json(result)
     else:
         from lineage.bench import BenchConfig, format_result, run_bench
 
-        cfg = BenchConfig() if args.T is None else BenchConfig(T=args.T)
-        result = run_bench(cfg, progress=lambda msg: print(f"... {msg}", file=sys.stderr))
+        try:
+            cfg = BenchConfig(
+                B=args.B,
+                H=args.H,
+                T=args.T,
+                K=args.K,
+                V=args.V,
+                chunk_size=args.chunk_size,
+                threads=args.threads,
+                repeats=args.repeats,
+                recurrent_repeats=args.recurrent_repeats,
+                recurrent_T=args.recurrent_T,
+            )
+        except (TypeError, ValueError) as exc:
+            parser.error(str(exc))
+        result = run_bench(cfg, progress=report)
         print(format_result(result))
         payload = result.to_json()
     if args.json:

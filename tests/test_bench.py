@@ -1,78 +1,320 @@
-"""`python -m lineage bench` (the ops benchmark): interleaved timing, what it measures, what it skips, its JSON."""
+"""`python -m lineage bench` (the ops benchmark): the sweep, the gates, the FLOP model, threads, progress, output.
+
+Tiny shapes throughout: these tests check what is timed and what is reported, never how fast anything is.
+"""
 
 from __future__ import annotations
 
 import json
-import time
+import math
+import statistics
 
 import pytest
 import torch
 
-from lineage import bench
+from lineage import bench, timing
 from lineage.__main__ import main
+from lineage.bench import BenchConfig, GateDraw, chunk_flop_model, format_result, gate_draws, run_bench, sweep_plan
+from lineage.mamba2 import mamba2
+from lineage.mechanisms import LayerOptions, Mechanism, linear_mechanisms, registered
 
-CPU = torch.device("cpu")
-SMALL = bench.BenchConfig(T=48, K=8, V=8, chunk_size=16, repeats=3, recurrent_repeats=2, decode_contexts=(16, 64))
+TINY = BenchConfig(T=24, K=8, V=8, chunk_size=8, repeats=1, recurrent_repeats=1, matmul_repeats=1)
+TINY_ARGS = ["--T", "24", "--K", "8", "--V", "8", "--chunk-size", "8", "--repeats", "1", "--recurrent-repeats", "1"]
+STRENGTHS = ["logσ(x)/16", "logσ(x)/4", "logσ(x)/1", "logσ(x)/0.25", "logσ(x)/1 + 5% wipes"]
 
 
-def test_interleaved_medians_runs_each_form_its_own_number_of_times_in_rounds():
-    calls: list[str] = []
-    fns = {
-        "slow": (lambda: calls.append("slow"), 2),
-        "fast": (lambda: calls.append("fast"), 4),
+def toy_mechanism(op, key: str = "toy_fixed_gate") -> Mechanism:
+    """An eighth linear mechanism for the registry: the additive rule with a scalar gate, run by ``op``."""
+    return Mechanism(
+        key=key,
+        title="Toy fixed gate",
+        year=2026,
+        paper="none (a test entry)",
+        url="https://example.org",
+        rule="additive",
+        gate="scalar",
+        colour="#123456",
+        stage="mamba2",
+        layer=LayerOptions(gate_form="softplus"),
+        op=op,
+    )
+
+
+@pytest.fixture(scope="module")
+def tiny_run():
+    messages: list[str] = []
+    return run_bench(TINY, progress=messages.append), messages
+
+
+# ---- the sweep -------------------------------------------------------------------------------------------------
+
+
+def test_gated_ops_are_swept_over_every_strength_and_wipes_ungated_once():
+    plan = sweep_plan(BenchConfig())
+    by_op: dict[str, list[str]] = {}
+    for m, draw in plan:
+        by_op.setdefault(m.key, []).append("none" if draw is None else draw.label)
+    assert list(by_op) == [m.key for m in linear_mechanisms()]
+    assert set(by_op) == {"linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda"}
+    assert by_op["linear_attention"] == by_op["deltanet"] == ["none"]
+    for key in ("mamba2", "gla", "gated_deltanet", "kda"):
+        assert by_op[key] == STRENGTHS, key
+
+
+def test_the_sweep_reads_the_registry_when_called():
+    with registered(toy_mechanism(mamba2)):
+        keys = [m.key for m, _ in sweep_plan(TINY)]
+    assert keys.count("toy_fixed_gate") == len(STRENGTHS)
+    assert "toy_fixed_gate" not in [m.key for m, _ in sweep_plan(TINY)]
+
+
+def test_no_wipes_when_the_wipe_fraction_is_zero():
+    assert [d.label for d in gate_draws(BenchConfig(normalisers=(2,), wipe_fraction=0))] == ["logσ(x)/2"]
+
+
+@pytest.mark.parametrize("n, mean", [(16, -0.0504), (4, -0.2016), (1, -0.8063), (0.25, -3.2252)])
+def test_gate_strength_sets_the_mean_log_decay(n, mean):
+    # E[log σ(x)] for x ~ N(0, 1) is -0.8063 (numerical integration), divided by n
+    g = GateDraw(n).draw((2, 4, 4096, 8), torch.Generator().manual_seed(0))
+    assert g.shape == (2, 4, 4096, 8)
+    assert torch.all(g <= 0) and torch.all(torch.isfinite(g))
+    assert float(g.mean()) == pytest.approx(mean, rel=0.02)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 200), (2, 3, 200, 5)], ids=["scalar", "channel"])
+def test_wipes_erase_five_percent_of_positions_in_every_head(shape):
+    g = GateDraw(1, 0.05).draw(shape, torch.Generator().manual_seed(1))
+    wiped = torch.isneginf(g)
+    if len(shape) == 4:  # a wipe erases every channel of its position
+        assert torch.equal(wiped.all(-1), wiped.any(-1))
+        wiped = wiped[..., 0]
+    assert torch.all(wiped.sum(-1) == 10)  # round(0.05 · 200) in each (batch, head)
+    assert torch.all(torch.isfinite(g[~torch.isneginf(g)]))
+
+
+def test_every_op_accepts_the_wiped_gates_and_stays_finite():
+    x = bench._inputs(TINY, torch.device("cpu"))
+    for m in linear_mechanisms():
+        shape = (TINY.B, TINY.H, TINY.T) + ((TINY.K,) if m.gate == "channel" else ())
+        g = GateDraw(1, 0.25).draw(shape, torch.Generator().manual_seed(2))
+        for mode in ("chunk", "recurrent"):
+            o, _ = bench._call(m, x, g, TINY.T, mode=mode, chunk_size=8)
+            assert torch.all(torch.isfinite(o)), (m.key, mode)
+
+
+# ---- the FLOP model --------------------------------------------------------------------------------------------
+
+
+def test_flop_model_by_hand():
+    # T = 8, C = 4: two chunks; K = 2, V = 3. Per chunk: A_qk 2·16·2 = 64, A_kk 64, solve 16·(3 + 2) = 80,
+    # U 2·16·3 = 96, W 2·16·2 = 64, W S 2·4·2·3 = 48, state update 48, output 48 (inter) + 96 (intra)
+    delta = chunk_flop_model("delta", T=8, K=2, V=3, C=4)
+    assert delta == {
+        "A_qk": 128,
+        "A_kk": 128,
+        "solve": 160,
+        "U = T V": 192,
+        "W = T (K ⊙ e^G)": 128,
+        "W S": 96,
+        "state update": 96,
+        "output inter-chunk": 96,
+        "output intra-chunk": 192,
     }
-    medians = bench.interleaved_medians(fns, CPU, warmup=1)
-    assert set(medians) == {"slow", "fast"}
-    # one warm-up each, then rounds: slow runs in the first two rounds only, alternating with fast
-    assert calls == ["slow", "fast", "slow", "fast", "slow", "fast", "fast", "fast"]
-    assert all(m >= 0 for m in medians.values())
+    additive = chunk_flop_model("additive", T=8, K=2, V=3, C=4)
+    assert additive == {"A_qk": 128, "state update": 96, "output inter-chunk": 96, "output intra-chunk": 192}
 
 
-def test_interleaved_medians_are_medians_of_the_timed_runs():
-    durations = iter([0.0, 0.03, 0.01, 0.02])  # warm-up, then three timed runs
-
-    def sleeper():
-        time.sleep(next(durations))
-
-    medians = bench.interleaved_medians({"f": (sleeper, 3)}, CPU, warmup=1)
-    assert 0.019 <= medians["f"] < 0.03
+def test_flop_model_pads_to_whole_chunks_and_caps_the_chunk_at_T():
+    assert sum(chunk_flop_model("delta", T=9, K=2, V=3, C=4).values()) == 3 * 608  # ⌈9 / 4⌉ = 3 chunks
+    assert chunk_flop_model("additive", T=5, K=2, V=2, C=64) == chunk_flop_model("additive", T=5, K=2, V=2, C=5)
 
 
-def test_bench_ops_times_every_mechanism_in_every_form_that_fits():
-    timings = bench.bench_ops(SMALL, CPU)
-    assert [t.op for t in timings] == [
-        "linear_attention",
-        "deltanet",
-        "mamba2",
-        "gla",
-        "gated_deltanet",
-        "kda",
-    ]
-    for t in timings:
-        assert set(t.seconds) == {"recurrent", "chunk", "parallel"}
-        assert all(s is not None and s > 0 for s in t.seconds.values()), (t.op, t.seconds)
-        assert t.speedup == pytest.approx(t.seconds["recurrent"] / t.seconds["chunk"])
+def test_flop_model_at_the_default_shape_matches_the_closed_form():
+    # D = K = V = C: every term of the delta rule is 2·D³ (the solve: D²·2D), nine terms: 18·D³ per chunk;
+    # the additive rule keeps four of them: 8·D³
+    D, N = 64, 4096 // 64
+    assert sum(chunk_flop_model("delta", 4096, D, D, D).values()) == N * 18 * D**3
+    assert sum(chunk_flop_model("additive", 4096, D, D, D).values()) == N * 8 * D**3
 
 
-def test_bench_ops_skips_the_parallel_form_past_its_memory_limit(monkeypatch):
-    # per-channel gates hold T×T×K numbers in the parallel form, scalar gates T×T: a limit between the two
-    per_channel = bench._parallel_bytes(SMALL, "channel")
-    monkeypatch.setattr(bench, "PARALLEL_MAX_BYTES", per_channel - 1)
-    by_op = {t.op: t.seconds for t in bench.bench_ops(SMALL, CPU)}
-    assert by_op["kda"]["parallel"] is None and by_op["gla"]["parallel"] is None
-    assert by_op["gated_deltanet"]["parallel"] is not None and by_op["mamba2"]["parallel"] is not None
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(rule="gated", T=8, K=2, V=2, C=4), "rule must be 'additive' or 'delta'"),
+        (dict(rule="delta", T=0, K=2, V=2, C=4), "T must be >= 1"),
+        (dict(rule="delta", T=8, K=2, V=2, C=0), "C must be >= 1"),
+    ],
+    ids=["rule", "T", "C"],
+)
+def test_flop_model_refuses_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        chunk_flop_model(**kwargs)
 
 
-def test_cli_prints_the_table_and_writes_json(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(bench, "BenchConfig", lambda T=SMALL.T: SMALL)  # the CLI's --T still reaches the config
+# ---- a run -----------------------------------------------------------------------------------------------------
+
+
+def test_a_run_times_every_cell_and_derives_its_numbers(tiny_run):
+    r, _ = tiny_run
+    assert [(c.op, c.gate) for c in r.cells] == [(m.key, "none" if d is None else d.label) for m, d in sweep_plan(TINY)]
+    for c in r.cells:
+        assert c.chunk_seconds > 0 and c.recurrent_seconds > 0
+        assert c.speedup == pytest.approx(c.recurrent_seconds / c.chunk_seconds)
+        model = chunk_flop_model(c.rule, TINY.T, TINY.K, TINY.V, TINY.chunk_size)
+        assert c.flops == TINY.B * TINY.H * sum(model.values())
+        assert c.gflops == pytest.approx(c.flops / c.chunk_seconds / 1e9)
+        assert r.fraction_of_matmul(c) == pytest.approx(c.gflops / r.baseline.total_gflops)
+        assert (c.mean_log_alpha is None) == (c.gate_kind == "none")
+    strong = next(c for c in r.cells if c.op == "kda" and c.gate == "logσ(x)/0.25")
+    mild = next(c for c in r.cells if c.op == "kda" and c.gate == "logσ(x)/16")
+    assert strong.mean_log_alpha < 10 * mild.mean_log_alpha < 0
+
+
+def test_the_matmul_baseline_is_timed_before_and_after_the_sweep(tiny_run):
+    r, _ = tiny_run
+    b = r.baseline
+    assert set(b.shapes) == set(b.flops) == set(b.seconds)
+    assert all(len(ts) == 2 * TINY.matmul_repeats and min(ts) > 0 for ts in b.seconds.values())
+    N, Z = 3, TINY.B * TINY.H * 3  # T = 24 in chunks of 8
+    assert b.flops["decayed products"] == 2 * Z * 8 * 8 * 8
+    assert b.flops["per-chunk state products"] == 2 * N * TINY.B * TINY.H * 8 * 8 * 8
+    medians = [statistics.median(ts) for ts in b.seconds.values()]
+    assert b.total_gflops == pytest.approx(sum(b.flops.values()) / sum(medians) / 1e9)
+
+
+def test_progress_names_each_cell_with_elapsed_and_remaining_time(tiny_run):
+    r, messages = tiny_run
+    n = len(r.cells)
+    assert len(messages) == n + 1
+    assert messages[0].startswith(f"{n} cells") and "1 torch thread" in messages[0]
+    for i, (msg, c) in enumerate(zip(messages[1:], r.cells, strict=True), start=1):
+        assert msg.startswith(f"[{i}/{n}] {c.op}, {c.gate}: chunk ")
+        assert " elapsed, about " in msg and msg.endswith(" left")
+    assert messages[-1].endswith("about 0.0 s left")
+
+
+def test_threads_are_set_for_the_run_and_restored():
+    seen: list[int] = []
+
+    def recording_op(q, k, v, g, **kw):
+        seen.append(torch.get_num_threads())
+        return mamba2(q, k, v, g, **kw)
+
+    before = torch.get_num_threads()
+    cfg = BenchConfig(
+        T=16, K=4, V=4, chunk_size=8, threads=before + 1, repeats=1, recurrent_repeats=1, matmul_repeats=1
+    )
+    with registered(toy_mechanism(recording_op)):
+        r = run_bench(cfg)
+    assert seen and set(seen) == {before + 1}
+    assert torch.get_num_threads() == before
+    assert f"torch threads {before + 1} of " in format_result(r)
+
+
+def test_the_recurrent_form_on_a_prefix_is_timed_there_and_scaled(monkeypatch):
+    """With recurrent_T, the recurrent form runs on the first recurrent_T steps and its time is scaled to T."""
+
+    class StepClock:  # each step an op runs takes one second; anything else a millisecond
+        now = 0.0
+
+        def perf_counter(self):
+            self.now += 1e-3
+            return self.now
+
+    clock = StepClock()
+    lengths: list[tuple[str, int]] = []
+
+    def stepping_op(q, k, v, g, *, mode, **kw):
+        lengths.append((mode, q.shape[2]))
+        clock.now += q.shape[2]
+        return mamba2(q, k, v, g, mode=mode, **kw)
+
+    monkeypatch.setattr(timing, "time", clock)
+    cfg = BenchConfig(T=32, K=4, V=4, chunk_size=8, recurrent_T=8, repeats=1, recurrent_repeats=1, matmul_repeats=1)
+    with registered(toy_mechanism(stepping_op)):
+        r = run_bench(cfg)
+    toy = [c for c in r.cells if c.op == "toy_fixed_gate"]
+    assert {length for mode, length in lengths if mode == "recurrent"} == {8}
+    assert {length for mode, length in lengths if mode == "chunk"} == {32}
+    for c in toy:  # 32 steps; 8 steps timed, × 4
+        assert c.chunk_seconds == pytest.approx(32.001) and c.recurrent_seconds == pytest.approx(4 * 8.001)
+    assert "timed on the first 8 of 32 steps and scaled by 4" in format_result(r)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(T=0), "T must be >= 1"),
+        (dict(threads=0), "threads must be >= 1"),
+        (dict(recurrent_T=100, T=64), "recurrent_T must be <= 64"),
+        (dict(normalisers=()), "normalisers must be one or more positive numbers"),
+        (dict(normalisers=(1, -2)), "normalisers must be one or more positive numbers"),
+        (dict(wipe_fraction=1.0), r"wipe_fraction must be in \[0, 1\)"),
+    ],
+    ids=["T", "threads", "recurrent_T", "no-normalisers", "negative-normaliser", "wipe_fraction"],
+)
+def test_bad_settings_are_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        BenchConfig(**kwargs)
+
+
+# ---- output ----------------------------------------------------------------------------------------------------
+
+
+def test_table_has_one_row_per_cell_and_says_how_it_was_measured(tiny_run):
+    r, _ = tiny_run
+    text = format_result(r)
+    assert f"torch threads 1 of {r.cores} cores" in text and f"torch {torch.__version__}" in text
+    assert "B=1 H=4 T=24 K=8 V=8 fp32, chunk 8" in text and "interleaved rounds" in text
+    assert "scaled by" not in text  # the recurrent form ran on the whole T
+    assert f"{r.baseline.total_gflops:.1f} GFLOP/s" in text
+    rows = [line for line in text.splitlines() if line.split() and line.split()[0] in {c.op for c in r.cells}]
+    assert len(rows) == len(r.cells)
+    for row, c in zip(rows, r.cells, strict=True):
+        assert row.startswith(f"{c.op:<18}{c.gate:<24}")
+        cells = row[42:].split()
+        assert cells[1] == f"{c.chunk_seconds * 1e3:.1f}" and cells[2] == f"{c.recurrent_seconds * 1e3:.1f}"
+        assert cells[3] == f"{c.speedup:.1f}x" and cells[5] == f"{r.fraction_of_matmul(c):.0%}"
+    assert "slowest gate strength / fastest: mamba2" in text
+    assert "KDA chunk / Gated DeltaNet chunk: logσ(x)/16" in text
+
+
+def test_cli_prints_the_table_writes_json_and_reports_progress(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert main(["bench", "ops", "--T", "48", "--json", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "rec/chunk" in printed and "KDA chunk / Gated DeltaNet chunk" in printed
+    assert main(["bench", *TINY_ARGS, "--threads", "1", "--json", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "rec/chunk" in captured.out and "% of matmul" in captured.out
+    assert "[1/22] linear_attention, none" in captured.err and "[22/22] kda" in captured.err
     data = json.loads(out.read_text())
-    assert data["config"]["T"] == 48 and data["threads"] == torch.get_num_threads()
-    ops = {o["op"]: o for o in data["ops"]}
-    assert set(ops) == {"linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda"}
-    for o in ops.values():
-        assert o["recurrent_over_chunk"] == pytest.approx(o["seconds"]["recurrent"] / o["seconds"]["chunk"])
-    assert set(data["decode_step_seconds"]) == {"kda", "kv_cache"}
+    assert data["config"]["T"] == 24 and data["threads"] == 1 and data["torch"] == torch.__version__
+    assert data["recurrent_scaled_from_T"] is None
+    assert len(data["cells"]) == 22
+    for c in data["cells"]:
+        assert c["recurrent_over_chunk"] == pytest.approx(c["seconds"]["recurrent"] / c["seconds"]["chunk"])
+        assert c["gflops"] == pytest.approx(c["flops"] / c["seconds"]["chunk"] / 1e9)
+        assert c["fraction_of_matmul"] == pytest.approx(c["gflops"] / data["matmul_baseline"]["gflops"])
+    assert {c["gate"] for c in data["cells"] if c["op"] == "gla"} == set(STRENGTHS)
+    assert math.isfinite(data["wall_seconds"])
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--threads", "0"], "--threads must be >= 1, got 0"),
+        (["--T", "16", "--recurrent-T", "32"], "recurrent_T must be <= 16, got 32"),
+        (["--chunk-size", "0"], "chunk_size must be >= 1, got 0"),
+    ],
+    ids=["threads", "recurrent_T", "chunk_size"],
+)
+def test_cli_refuses_bad_settings_with_a_message(args, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench", *args])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_help_states_the_expected_run_time(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "about 1 minute on an idle 2-core CPU" in text and "--threads" in text

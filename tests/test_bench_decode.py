@@ -189,3 +189,18 @@ def test_to_json_round_trips(tiny):
     assert data["kv"]["fraction_of_copy"] == pytest.approx(r.kv_fraction_of_copy.tolist())
     assert data["settings"]["cap_context"] == r.cap_context
     assert data["device"]["threads"] == torch.get_num_threads()
+
+
+def test_cli_decode_runs_at_the_chosen_threads_and_budget(tmp_path, capsys):
+    from lineage.__main__ import main
+
+    before = torch.get_num_threads()
+    out = tmp_path / "decode.json"
+    assert main(["bench", "decode", "--budget", "tiny", "--threads", "1", "--json", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "running on" in captured.out and "GB/s" in captured.out
+    assert "[100%] context" in captured.err  # progress, one line per context
+    data = json.loads(out.read_text())
+    assert data["settings"]["budget"] == "tiny" and data["device"]["threads"] == 1
+    assert len(data["contexts"]) == len(data["kv"]["ms_per_token"]) >= 2
+    assert torch.get_num_threads() == before
