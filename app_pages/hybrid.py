@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import hybrid, memory, plots
+from lineage import footprints, hybrid, plots
 from ui.classroom import chart, step_control, tour_nav
 from ui.common import cap_note, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
 
-K3 = memory.PARAMETER_FACTS["kimi-k3"]
-KIMI = memory.MODELS["kimi-linear-48b"]
+K3 = footprints.PARAMETER_FACTS["kimi-k3"]
+KIMI = footprints.MODELS["kimi-linear-48b"]
 CONTEXTS = [2**p for p in range(8, 21)]  # 256 … 1,048,576 tokens (Kimi Linear's released context)
 LIVE_LAYER_CAP = KIMI.n_layers  # as deep as Kimi Linear 48B
 
@@ -23,14 +23,14 @@ Softmax attention keeps every token and finds any of them exactly, but its cache
 Kimi Linear ([arXiv 2510.26692](https://arxiv.org/abs/2510.26692)) keeps both: three KDA layers for every MLA
 layer. MLA, DeepSeek's multi-head latent attention, is softmax attention that caches one compressed vector and
 one small shared key per token, instead of a key and a value for every head. Most layers then hold a constant
-amount, and only a quarter of them hold a cache that grows. The paper reports *“{memory.KIMI_PAPER_CLAIM.text}”*
+amount, and only a quarter of them hold a cache that grows. The paper reports *“{footprints.KIMI_PAPER_CLAIM.text}”*
 against full MLA.
 
 Kimi K3 — {K3.parameters / 1e12:.1f}T parameters, described as KDA layers with periodic softmax layers — is
 reported to follow the same plan. Those facts come from a secondary source: {K3.source}.
 """
 )
-show_code(hybrid.kimi_linear_schedule, hybrid.periodic_schedule, hybrid.HybridStack.forward, hybrid.decode_trace)
+show_code(footprints.periodic_schedule, hybrid.HybridStack.forward, hybrid.decode_trace)
 
 st.subheader("The schedule")
 preset = st.radio(
@@ -45,7 +45,7 @@ preset = st.radio(
     key="hybrid_schedule",
 )
 if preset == "kimi":
-    schedule = hybrid.kimi_linear_schedule()
+    schedule = footprints.KIMI_LINEAR_SCHEDULE
 else:
     a, b = st.columns(2)
     n_layers = a.slider("Number of layers", 2, LIVE_LAYER_CAP, 8, bind="query-params", key="hybrid_layers")
@@ -72,8 +72,8 @@ context = st.select_slider(
     key="hybrid_context",
 )
 spec = hybrid.kimi_linear_spec(schedule)
-fp = memory.footprint(spec, context)
-saving = memory.reduction_vs_all_mla(spec, context)
+fp = footprints.footprint(spec, context)
+saving = footprints.reduction_vs_all_mla(spec, context)
 a, b, c = st.columns(3)
 a.metric("held by the whole stack", plots.format_bytes(fp.total_bytes), help=f"{fp.total_bytes:,} bytes ({fp.dtype})")
 b.metric("of which cache (grows)", plots.format_bytes(fp.kv_cache_bytes), help=f"{fp.kv_cache_bytes:,} bytes")

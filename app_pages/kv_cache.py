@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import demo, memory, plots
+from lineage import demo, footprints, plots
 from lineage.kv_cache import KVCache
 from lineage.softmax import decode_step, tiled_softmax_attention
 from ui.classroom import chart, step_control, tour_nav
@@ -94,8 +94,8 @@ chart(
     alt="Bytes in head 0's cache after each token, growing linearly, and the total read, growing quadratically.",
 )
 
-gpt2 = memory.MODELS["gpt2"]
-full = memory.footprint("gpt2", gpt2.context_len)
+gpt2 = footprints.MODELS["gpt2"]
+full = footprints.footprint("gpt2", gpt2.context_len)
 st.markdown(
     f"**At full scale.** {gpt2.name} caches {full.kv_cache_bytes_per_token:,} bytes per token in {full.dtype} "
     f"({gpt2.n_layers} layers × {gpt2.n_heads} heads × {gpt2.head_dim} numbers × 2 for keys and values × 2 bytes). "
@@ -103,7 +103,7 @@ st.markdown(
     f"{gpt2.context_len:,}-token context fills {plots.format_bytes(full.kv_cache_bytes)}, and the last token "
     "reads every byte of it."
 )
-st.caption(f"From the config: {gpt2.source}. Computed by `lineage.memory.footprint`.")
+st.caption(f"From the config: {gpt2.source}. Computed by `lineage.footprints.footprint`.")
 
 st.subheader("Aside: FlashAttention makes the same softmax move fewer bytes")
 st.markdown(

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from lineage import memory, plots
+from lineage import footprints, plots
 from ui.common import measured_bandwidth, what_to_notice
 
 SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # 1 token to 1M = 2^20
@@ -35,7 +35,7 @@ and bandwidths come from the vendors' datasheets, or from this machine, measured
 
 left, middle, right = st.columns(3)
 dtype = left.selectbox(
-    "Cache dtype (every model)", list(memory.DTYPE_BYTES), index=1, bind="query-params", key="memory_cost_dtype"
+    "Cache dtype (every model)", list(footprints.DTYPE_BYTES), index=1, bind="query-params", key="memory_cost_dtype"
 )
 seq_len = middle.number_input(
     "Context length for the table (tokens)",
@@ -47,7 +47,7 @@ seq_len = middle.number_input(
 )
 bandwidths = {
     key: (p.bandwidth_bytes_per_s, f"{p.name}: {p.bandwidth_bytes_per_s / 1e9:,.0f} GB/s (datasheet)")
-    for key, p in memory.GPU_PRESETS.items()
+    for key, p in footprints.GPU_PRESETS.items()
 }
 measured = measured_bandwidth()
 if measured is not None:
@@ -65,13 +65,13 @@ if measured is None:
     right.caption("Run the Live benchmark page to add this machine's measured bandwidth here.")
 
 st.subheader("Your own model")
-limits = memory.CUSTOM_LIMITS
+limits = footprints.CUSTOM_LIMITS
 st.caption(
     "Sizes must be whole numbers ≥ 1, and the heads must split evenly over the KV heads. Linear-memory layers use "
     "the same heads and head dim; MLA layers cache DeepSeek-V3's 512 + 64 numbers per token. Capped at "
     f"{limits['n_layers']:,} layers, {limits['n_heads']:,} heads and a head dim of {limits['head_dim']:,} (past any "
     "released model; every byte count stays exact), and at a context of "
-    f"{memory.MAX_SEQ_LEN:,} tokens."
+    f"{footprints.MAX_SEQ_LEN:,} tokens."
 )
 c = st.columns(7)
 custom_args = (
@@ -81,23 +81,25 @@ custom_args = (
     c[3].number_input("Head dim (head_dim)", value=128, step=1, bind="query-params", key="memory_cost_head_dim"),
     c[4].selectbox(
         "Layer kind",
-        memory.LAYER_KINDS,
-        index=memory.LAYER_KINDS.index("kda"),
+        footprints.LAYER_KINDS,
+        index=footprints.LAYER_KINDS.index("kda"),
         bind="query-params",
         key="memory_cost_kind",
     ),
-    c[5].selectbox("Softmax kind", memory.SOFTMAX_KINDS, index=1, bind="query-params", key="memory_cost_softmax_kind"),
+    c[5].selectbox(
+        "Softmax kind", footprints.SOFTMAX_KINDS, index=1, bind="query-params", key="memory_cost_softmax_kind"
+    ),
     c[6].number_input(
         "Softmax every N layers (0 = none)", value=4, min_value=0, step=1, bind="query-params", key="memory_cost_every"
     ),
 )
 
 
-def custom_model(n_layers, n_heads, n_kv_heads, head_dim, kind, softmax_kind, every) -> memory.ModelSpec:
+def custom_model(n_layers, n_heads, n_kv_heads, head_dim, kind, softmax_kind, every) -> footprints.ModelSpec:
     """The user's spec: ``kind`` everywhere, ``softmax_kind`` at every ``every``-th layer (none if 0)."""
-    memory.check_custom_sizes(n_layers, n_heads, n_kv_heads, head_dim)  # before a schedule of n_layers entries
-    kinds = kind if every == 0 else memory.periodic_schedule(n_layers, kind, softmax_kind, every)
-    return memory.custom_spec(n_layers, n_heads, n_kv_heads, head_dim, kinds)
+    footprints.check_custom_sizes(n_layers, n_heads, n_kv_heads, head_dim)  # before a schedule of n_layers entries
+    kinds = kind if every == 0 else footprints.periodic_schedule(n_layers, every, base=kind, kind=softmax_kind)
+    return footprints.custom_spec(n_layers, n_heads, n_kv_heads, head_dim, kinds)
 
 
 try:
@@ -112,8 +114,8 @@ else:
 # ---- one cached call per view --------------------------------------------------------------------------------
 
 
-def specs(custom: tuple | None) -> dict[str, memory.ModelSpec]:
-    out = dict(memory.MODELS)
+def specs(custom: tuple | None) -> dict[str, footprints.ModelSpec]:
+    out = dict(footprints.MODELS)
     if custom is not None:
         out["custom"] = custom_model(*custom)
     return out
@@ -122,7 +124,7 @@ def specs(custom: tuple | None) -> dict[str, memory.ModelSpec]:
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
 def curves(dtype: str, custom: tuple | None) -> dict[str, np.ndarray]:
     """Cache + state bytes at every length of SEQ_LENS, per model."""
-    return {s.name: memory.kv_cache_curve(s, SEQ_LENS, dtype).total_bytes for s in specs(custom).values()}
+    return {s.name: footprints.kv_cache_curve(s, SEQ_LENS, dtype).total_bytes for s in specs(custom).values()}
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
@@ -130,12 +132,12 @@ def at_length(dtype: str, seq_len: int, custom: tuple | None, bandwidth: float) 
     """The table, per-layer bytes and Kimi Linear's reduction at ``seq_len`` tokens."""
     rows, layers = [], {}
     for spec in specs(custom).values():
-        fp = memory.footprint(spec, seq_len, dtype)
-        floor_s = memory.decode_time_lower_bound(fp.read_bytes_per_token, bandwidth)
+        fp = footprints.footprint(spec, seq_len, dtype)
+        floor_s = footprints.decode_time_lower_bound(fp.read_bytes_per_token, bandwidth)
         with_weights = (
             None
             if fp.weight_bytes_per_token is None
-            else memory.decode_time_lower_bound(fp.read_bytes_per_token + fp.weight_bytes_per_token, bandwidth)
+            else footprints.decode_time_lower_bound(fp.read_bytes_per_token + fp.weight_bytes_per_token, bandwidth)
         )
         rows.append(
             {
@@ -155,7 +157,10 @@ def at_length(dtype: str, seq_len: int, custom: tuple | None, bandwidth: float) 
             np.array([layer.kv_cache_bytes for layer in fp.per_layer]),
             np.array([layer.state_bytes for layer in fp.per_layer]),
         )
-    kimi, baseline = memory.footprint(KIMI, seq_len, dtype), memory.footprint(memory.all_mla(KIMI), seq_len, dtype)
+    kimi, baseline = (
+        footprints.footprint(KIMI, seq_len, dtype),
+        footprints.footprint(footprints.all_mla(KIMI), seq_len, dtype),
+    )
     table = pd.DataFrame(rows)
     # integer columns with gaps (weights or context not known) stay integers, shown blank where missing
     for column in ("weights read per token (bytes)", "released context (tokens)"):
@@ -164,8 +169,8 @@ def at_length(dtype: str, seq_len: int, custom: tuple | None, bandwidth: float) 
         table=table,
         layers=layers,
         kimi_cache_cut=1 - kimi.kv_cache_bytes / baseline.kv_cache_bytes,
-        kimi_total_cut=memory.reduction_vs_all_mla(KIMI, seq_len, dtype),
-        kimi_total_cut_1m=memory.reduction_vs_all_mla(KIMI, MILLION, dtype),
+        kimi_total_cut=footprints.reduction_vs_all_mla(KIMI, seq_len, dtype),
+        kimi_total_cut_1m=footprints.reduction_vs_all_mla(KIMI, MILLION, dtype),
     )
 
 
@@ -182,7 +187,7 @@ st.plotly_chart(
     plots.cache_vs_length(
         SEQ_LENS,
         series,
-        gpu_memory={p.name: p.memory_bytes for p in memory.GPU_PRESETS.values()},
+        gpu_memory={p.name: p.memory_bytes for p in footprints.GPU_PRESETS.values()},
         mark_len=int(seq_len) if view is not None else None,
         title=f"Bytes held while decoding one sequence ({dtype}), 1 to {MILLION:,} tokens",
     ),
@@ -220,13 +225,13 @@ if view is not None:
     a.metric("KV cache saved (any length)", f"{view['kimi_cache_cut']:.1%}")
     b.metric(f"cache + state saved at {int(seq_len):,} tokens", f"{view['kimi_total_cut']:.1%}")
     d.metric(f"cache + state saved at {MILLION:,} tokens", f"{view['kimi_total_cut_1m']:.1%}")
-    kimi_spec = memory.MODELS[KIMI]
+    kimi_spec = footprints.MODELS[KIMI]
     n_mla = len(kimi_spec.layers_of("mla"))
     st.markdown(
         f"Computed from the config: {n_mla} of {kimi_spec.n_layers} layers still cache "
         f"(MLA at layers {', '.join(map(str, kimi_spec.layers_of('mla')))}), so the cache is {n_mla}/"
         f"{kimi_spec.n_layers} of the all-MLA one; the KDA layers' fixed state takes back a little, less as the "
-        f"context grows. The paper says: *“{memory.KIMI_PAPER_CLAIM.text}”* — {memory.KIMI_PAPER_CLAIM.source}."
+        f"context grows. The paper says: *“{footprints.KIMI_PAPER_CLAIM.text}”* — {footprints.KIMI_PAPER_CLAIM.source}."
     )
 
     names = list(view["layers"])
@@ -246,14 +251,14 @@ if view is not None:
 # ---- sources ---------------------------------------------------------------------------------------------------
 
 st.subheader("Where the numbers come from")
-lines = [f"- **{s.name}**: {s.source}. {s.notes}" for s in memory.MODELS.values()]
+lines = [f"- **{s.name}**: {s.source}. {s.notes}" for s in footprints.MODELS.values()]
 if custom_args is not None:
     lines.append(f"- **custom**: {custom.source}.")
-lines += [f"- **{p.name}**: {p.source}." for p in memory.GPU_PRESETS.values()]
+lines += [f"- **{p.name}**: {p.source}." for p in footprints.GPU_PRESETS.values()]
 st.markdown("\n".join(lines))
 
-kimi_one = memory.footprint(KIMI, 1, dtype)
-kimi_mla = len(memory.MODELS[KIMI].layers_of("mla"))
+kimi_one = footprints.footprint(KIMI, 1, dtype)
+kimi_mla = len(footprints.MODELS[KIMI].layers_of("mla"))
 notice = [
     "The softmax models are straight lines of slope one on log-log axes: double the context, double the cache.",
     f"Kimi Linear's line starts flat — its KDA state ({plots.format_bytes(kimi_one.state_bytes)}) dominates — and "
@@ -265,7 +270,7 @@ notice = [
 ]
 if view is not None:
     table = view["table"].set_index("model")
-    llama = table.loc[memory.MODELS["llama3-8b"].name]
+    llama = table.loc[footprints.MODELS["llama3-8b"].name]
     notice.append(
         f"At {int(seq_len):,} tokens Llama-3-8B holds {plots.format_bytes(llama['read per token (bytes)'])} per "
         f"sequence; reading it at {bandwidth / 1e9:,.0f} GB/s takes at least "

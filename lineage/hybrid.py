@@ -9,6 +9,8 @@ layers for bulk processing, periodic softmax layers for exact retrieval.
 
 :class:`HybridStack` builds a GPT-2 style stack of pre-norm blocks from a schedule such as
 ``("kda", "kda", "kda", "mla", …)`` and decodes token by token, reporting each layer's cache bytes as it goes.
+Schedules come from :func:`lineage.footprints.periodic_schedule` (and ``KIMI_LINEAR_SCHEDULE`` there); a layer
+kind is any mechanism of :mod:`lineage.mechanisms`.
 """
 
 from __future__ import annotations
@@ -22,37 +24,21 @@ import torch
 from torch import nn
 
 from lineage import _checks as checks
-from lineage.layers import STAGE_LAYOUT, Block, LinearMemoryMixer, MixerConfig
-from lineage.memory import KIMI_LINEAR_MLA_LAYERS, MODELS, ModelSpec
+from lineage.footprints import MODELS, ModelSpec, periodic_schedule
+from lineage.layers import Block, LinearMemoryMixer, MixerConfig
+from lineage.mechanisms import MECHANISMS
 from lineage.mla import MLA
 from lineage.softmax import CausalSelfAttention
 
-SOFTMAX_LAYERS = ("mla", "mha")
-LAYER_KINDS = tuple(STAGE_LAYOUT) + SOFTMAX_LAYERS
 
-
-def periodic_schedule(
-    n_layers: int, every: int = 4, *, linear: str = "kda", softmax: str = "mla", softmax_last: bool = False
-) -> tuple[str, ...]:
-    """``linear`` layers with a ``softmax`` layer at every ``every``-th position (1-based), optionally the last too."""
-    checks.positive_int("n_layers", n_layers)
-    checks.positive_int("every", every)
-    for name, kind in (("linear", linear), ("softmax", softmax)):
-        if kind not in LAYER_KINDS:
-            raise ValueError(f"{name} must be one of {', '.join(map(repr, LAYER_KINDS))}, got {kind!r}")
-    return tuple(
-        softmax if (i % every == 0 or (softmax_last and i == n_layers)) else linear for i in range(1, n_layers + 1)
-    )
-
-
-def kimi_linear_schedule() -> tuple[str, ...]:
-    """The 27-layer schedule of Kimi Linear 48B-A3B: MLA at 4, 8, 12, 16, 20, 24, 27; KDA at the other 20."""
-    return tuple("mla" if i in KIMI_LINEAR_MLA_LAYERS else "kda" for i in range(1, 28))
+def layer_kinds() -> tuple[str, ...]:
+    """The kinds a schedule may name: every mechanism of :mod:`lineage.mechanisms` ("mha" for softmax)."""
+    return tuple(m.layer_kind for m in MECHANISMS.values())
 
 
 @dataclass(frozen=True)
 class HybridConfig:
-    schedule: tuple[str, ...] = ("kda", "kda", "kda", "mla")  # one kind per layer, bottom to top
+    schedule: tuple[str, ...] = periodic_schedule(4)  # one kind per layer, bottom to top: KDA, KDA, KDA, MLA
     d_model: int = 64  # residual width
     n_heads: int = 4  # heads of every mixer
     head_dim: int = 16  # K = V of the linear layers; nope/value width of MLA
@@ -68,9 +54,10 @@ class HybridStack(nn.Module):
         super().__init__()
         if not config.schedule:
             raise ValueError("schedule must name at least one layer")
+        kinds = layer_kinds()
         for i, kind in enumerate(config.schedule):
-            if kind not in LAYER_KINDS:
-                raise ValueError(f"schedule[{i}] must be one of {', '.join(map(repr, LAYER_KINDS))}, got {kind!r}")
+            if kind not in kinds:
+                raise ValueError(f"schedule[{i}] must be one of {', '.join(map(repr, kinds))}, got {kind!r}")
         self.config = config
         D, H, Dh = config.d_model, config.n_heads, config.head_dim
         mixer_cfg = MixerConfig(d_model=D, n_heads=H, head_k=Dh, head_v=Dh)
@@ -156,10 +143,10 @@ def decode_trace(config: HybridConfig, T: int, seed: int = 0) -> HybridDecode:
 
 
 def kimi_linear_spec(schedule: Sequence[str]) -> ModelSpec:
-    """Kimi Linear 48B's layer shapes stacked by another schedule, for :func:`lineage.memory.footprint`.
+    """Kimi Linear 48B's layer shapes stacked by another schedule, for :func:`lineage.footprints.footprint`.
 
     The shapes are those of ``MODELS["kimi-linear-48b"]``: KDA 32 heads × 128 × 128 with a short conv of 4, MLA
-    caching 512 + 64 numbers per token. ``kimi_linear_spec(kimi_linear_schedule())`` is that spec itself; for any
+    caching 512 + 64 numbers per token. ``kimi_linear_spec(KIMI_LINEAR_SCHEDULE)`` is that spec itself; for any
     other schedule the parameter counts are dropped, since they belong to the released 27-layer model only.
     """
     spec = MODELS["kimi-linear-48b"]

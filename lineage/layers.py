@@ -11,8 +11,10 @@ own cache/state, and ``cache.nbytes`` says how much memory that cache holds.
 
 The KDA layer follows the Kimi Linear paper (arXiv 2510.26692): q, k = L2Norm(Swish(ShortConv(W x))),
 v = Swish(ShortConv(W x)), g = −exp(A_log)·softplus(W↑ W↓ x + dt_bias) per channel, β = sigmoid(W_β x), and
-the output o ← RMSNorm(o) ⊙ sigmoid(W_g↑ W_g↓ x) before the output projection. The other stages take the same
-skeleton with their own choices (see ``STAGE_LAYOUT``).
+the output o ← RMSNorm(o) ⊙ sigmoid(W_g↑ W_g↓ x) before the output projection. The other mechanisms take the
+same skeleton with their own choices: each mechanism's ``layer`` options in :mod:`lineage.mechanisms` (short
+convolution, L2-normalised q and k, output gate, how the gate is computed, feature map) decide every branch here,
+and its write rule and gate kind decide which of g and β the op receives.
 """
 
 from __future__ import annotations
@@ -25,33 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lineage import _checks as checks
-from lineage.deltanet import deltanet
-from lineage.gated_deltanet import gated_deltanet
-from lineage.gla import gla
-from lineage.kda import kda
-from lineage.linear_attention import linear_attention
-from lineage.mamba2 import mamba2_ssd
-
-
-@dataclass(frozen=True)
-class Layout:
-    """What a stage's layer puts around its recurrence."""
-
-    gate: str  # "none" | "scalar" | "channel"
-    delta: bool  # delta-rule write (needs β)
-    conv: bool  # short causal convolution on q, k, v
-    l2norm: bool  # L2-normalise q and k (keeps I − β k kᵀ a contraction)
-    output_gate: str  # "none" | "swish" | "sigmoid": gate applied after an RMSNorm of the output
-
-
-STAGE_LAYOUT = {
-    "linear_attention": Layout(gate="none", delta=False, conv=False, l2norm=False, output_gate="none"),
-    "deltanet": Layout(gate="none", delta=True, conv=True, l2norm=True, output_gate="swish"),
-    "mamba2": Layout(gate="scalar", delta=False, conv=True, l2norm=False, output_gate="swish"),
-    "gla": Layout(gate="channel", delta=False, conv=False, l2norm=False, output_gate="swish"),
-    "gated_deltanet": Layout(gate="scalar", delta=True, conv=True, l2norm=True, output_gate="swish"),
-    "kda": Layout(gate="channel", delta=True, conv=True, l2norm=True, output_gate="sigmoid"),
-}
+from lineage.mechanisms import linear_mechanisms, mechanism
 
 
 @dataclass(frozen=True)
@@ -114,18 +90,19 @@ class MemoryState:
 
 
 class LinearMemoryMixer(nn.Module):
-    """A linear-memory token mixer for one stage of the lineage (``stage`` a key of ``STAGE_LAYOUT``)."""
+    """A linear-memory token mixer for one mechanism of the lineage (a key of :func:`linear_mechanisms`)."""
 
-    def __init__(self, stage: str, config: MixerConfig | None = None):
+    def __init__(self, kind: str, config: MixerConfig | None = None):
         super().__init__()
-        if stage not in STAGE_LAYOUT:
-            raise ValueError(f"stage must be one of {', '.join(map(repr, STAGE_LAYOUT))}, got {stage!r}")
+        linear = ", ".join(repr(m.key) for m in linear_mechanisms())
+        if kind not in {m.key for m in linear_mechanisms()}:
+            raise ValueError(f"kind must be a linear-memory mechanism, one of {linear}, got {kind!r}")
         cfg = config or MixerConfig()
         for name in ("d_model", "n_heads", "head_k", "head_v", "conv_size", "gate_rank", "chunk_size"):
             checks.positive_int(name, getattr(cfg, name))
-        self.stage, self.cfg, self.layout = stage, cfg, STAGE_LAYOUT[stage]
+        self.mechanism, self.cfg = mechanism(kind), cfg
+        self.options = lay = self.mechanism.layer
         H, K, V, D = cfg.n_heads, cfg.head_k, cfg.head_v, cfg.d_model
-        lay = self.layout
         self.q_proj = nn.Linear(D, H * K, bias=False)
         self.k_proj = nn.Linear(D, H * K, bias=False)
         self.v_proj = nn.Linear(D, H * V, bias=False)
@@ -134,16 +111,16 @@ class LinearMemoryMixer(nn.Module):
             self.convs = nn.ModuleDict(
                 {n: ShortConv(c, cfg.conv_size) for n, c in (("q", H * K), ("k", H * K), ("v", H * V))}
             )
-        if lay.delta:
+        if self.mechanism.rule == "delta":
             self.b_proj = nn.Linear(D, H, bias=True)
-        if lay.gate == "scalar":  # Mamba-2 style: Δ = softplus(W x + dt_bias), log α = −exp(A_log) Δ
+        if self.mechanism.gate == "scalar":  # Mamba-2 style: Δ = softplus(W x + dt_bias), log α = −exp(A_log) Δ
             self.a_proj = nn.Linear(D, H, bias=False)
             self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
             self.dt_bias = nn.Parameter(_dt_bias_init(H))
-        elif lay.gate == "channel":  # low-rank W↑ W↓ x, one decay per key channel
+        elif self.mechanism.gate == "channel":  # low-rank W↑ W↓ x, one decay per key channel
             self.g_down = nn.Linear(D, cfg.gate_rank, bias=False)
             self.g_up = nn.Linear(cfg.gate_rank, H * K, bias=False)
-            if stage == "kda":
+            if lay.gate_form == "softplus":
                 self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
                 self.dt_bias = nn.Parameter(_dt_bias_init(H * K))
         if lay.output_gate != "none":
@@ -156,24 +133,24 @@ class LinearMemoryMixer(nn.Module):
         return x.view(B, T, self.cfg.n_heads, d).transpose(1, 2)  # (B, H, T, d)
 
     def step_size(self, x: torch.Tensor) -> torch.Tensor:
-        """Mamba-2's Δ = softplus(W x + dt_bias): [B, H, T] (scalar-gated stages only)."""
+        """Mamba-2's Δ = softplus(W x + dt_bias): [B, H, T] (scalar-gated mechanisms only)."""
         return F.softplus(self.a_proj(x) + self.dt_bias).transpose(1, 2)
 
     def gates(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """The log-gate g ([B, H, T] or [B, H, T, K]) and β ([B, H, T]) this layer computes from x [B, T, D]."""
-        lay, K = self.layout, self.cfg.head_k
+        m, K = self.mechanism, self.cfg.head_k
         g = beta = None
-        if lay.gate == "scalar":
+        if m.gate == "scalar":
             g = -torch.exp(self.A_log)[:, None] * self.step_size(x)  # (B, H, T): log α = A·Δ
-        elif lay.gate == "channel":
+        elif m.gate == "channel":
             raw = self.g_up(self.g_down(x))  # (B, T, H·K)
-            if self.stage == "kda":  # Kimi Linear: −exp(A_log)·softplus(W↑W↓x + dt_bias), A per head
+            if self.options.gate_form == "softplus":  # Kimi Linear: −exp(A_log)·softplus(W↑W↓x + dt_bias), A per head
                 A = torch.exp(self.A_log).repeat_interleave(K)
                 g = -A * F.softplus(raw + self.dt_bias)
             else:  # GLA: log σ(W↑W↓x) / τ with τ = 16 keeps decays near 1 at initialisation
                 g = F.logsigmoid(raw) / 16.0
             g = self._heads(g, K)
-        if lay.delta:
+        if m.rule == "delta":
             beta = torch.sigmoid(self.b_proj(x)).transpose(1, 2)  # (B, H, T)
         return g, beta
 
@@ -185,7 +162,7 @@ class LinearMemoryMixer(nn.Module):
         checks.tensor("x", x, rank=3)
         if x.shape[-1] != self.cfg.d_model:
             raise ValueError(f"x must have shape [B, T, d_model={self.cfg.d_model}], got {tuple(x.shape)}")
-        lay, H, K, V = self.layout, self.cfg.n_heads, self.cfg.head_k, self.cfg.head_v
+        lay, H, K, V = self.options, self.cfg.n_heads, self.cfg.head_k, self.cfg.head_v
         new = MemoryState(length=(cache.length if cache else 0) + x.shape[1])
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, H·K), (B, T, H·K), (B, T, H·V)
         if lay.conv:
@@ -197,23 +174,17 @@ class LinearMemoryMixer(nn.Module):
         q, k, v = self._heads(q, K), self._heads(k, K), self._heads(v, V)  # (B, H, T, ·)
         if lay.l2norm:
             q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
-        g, beta = self.gates(x) if self.stage != "mamba2" else (None, None)
-        S0 = cache.S if cache else None
+        g, beta = self.gates(x)
         if x.shape[1] == 1 and mode == "chunk":  # a decode step is one step of the recurrence: no chunk to batch
             mode = "recurrent"
-        kw = dict(initial_state=S0, output_final_state=True, mode=mode, chunk_size=self.cfg.chunk_size)
-        if self.stage == "linear_attention":
-            o, S = linear_attention(q, k, v, **kw)
-        elif self.stage == "deltanet":
-            o, S = deltanet(q, k, v, beta, **kw)
-        elif self.stage == "mamba2":  # through Mamba-2's own symbols: C = q, B = k, x = v, Δ, A
-            o, S = mamba2_ssd(v, self.step_size(x), -torch.exp(self.A_log), k, q, **kw)
-        elif self.stage == "gla":
-            o, S = gla(q, k, v, g, **kw)
-        elif self.stage == "gated_deltanet":
-            o, S = gated_deltanet(q, k, v, g, beta, **kw)
-        else:
-            o, S = kda(q, k, v, g, beta, **kw)
+        kw = dict(
+            initial_state=cache.S if cache else None, output_final_state=True, mode=mode, chunk_size=self.cfg.chunk_size
+        )
+        if lay.feature_map is not None:
+            kw.update(feature_map=lay.feature_map, normalize=lay.normalize)
+        if lay.step_scaled_values:  # Mamba-2's SSD symbols: C = q, B = k, x·Δ = v, A·Δ = g, read scale 1
+            v, kw["scale"] = v * self.step_size(x)[..., None], 1.0
+        o, S = self.mechanism.call(q, k, v, g, beta, **kw)
         if lay.output_gate != "none":
             gate = self._heads(self.og_up(self.og_down(x)), V)
             gate = torch.sigmoid(gate) if lay.output_gate == "sigmoid" else F.silu(gate)

@@ -260,7 +260,7 @@ _ENTRIES = (
         url="https://arxiv.org/abs/2312.06635",
         rule="additive",
         gate="channel",
-        colour="#F0E442",
+        colour="#882255",
         stage="gla",
         layer=LayerOptions(output_gate="swish", gate_form="logsigmoid"),
         row=StageRow(

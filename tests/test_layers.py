@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lineage.layers import STAGE_LAYOUT, Block, LinearMemoryMixer, MixerConfig
+from lineage.layers import Block, LinearMemoryMixer, MixerConfig
+from lineage.mechanisms import linear_mechanisms, mechanism
 from tests.util import assert_close, rel_rms
 
-STAGES = tuple(STAGE_LAYOUT)
+STAGES = tuple(m.key for m in linear_mechanisms())
 # K ≠ V so that the hand count of the cache cannot mix them up; T = 19 is not a multiple of the chunk size.
 CONFIG = MixerConfig(d_model=16, n_heads=2, head_k=8, head_v=4, conv_size=4, gate_rank=4, chunk_size=8)
 B, T = 2, 19
@@ -73,8 +74,9 @@ def test_cache_size_is_independent_of_length_and_matches_the_hand_count(stage):
         _, cache = decode(mixer, make_x(n, seed=1), cache)
         assert cache.length == 3 + n
         sizes[n] = (cache.nbytes, cache.recurrent_nbytes)
-    state_elements = H * K * V + (H * K if stage == "linear_attention" else 0)  # + the normaliser column z
-    conv_elements = (size - 1) * (H * K + H * K + H * V) if STAGE_LAYOUT[stage].conv else 0  # q, k, v
+    options = mechanism(stage).layer
+    state_elements = H * K * V + (H * K if options.normalize else 0)  # + the normaliser column z
+    conv_elements = (size - 1) * (H * K + H * K + H * V) if options.conv else 0  # q, k, v
     fp64 = 8
     assert sizes[5] == sizes[50] == (B * (state_elements + conv_elements) * fp64, B * state_elements * fp64)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lineage import demo, hybrid, memory, plots
+from lineage import demo, footprints, hybrid, plots
 from lineage.plots.core import MAX_FRAMES
 
 RNG = np.random.default_rng(0)
@@ -214,10 +214,10 @@ def test_state_norms():
 
 
 def test_kimi_linear_spec_follows_the_schedule():
-    assert hybrid.kimi_linear_spec(hybrid.kimi_linear_schedule()) is memory.MODELS["kimi-linear-48b"]
-    schedule = hybrid.periodic_schedule(6, 3)
+    assert hybrid.kimi_linear_spec(footprints.KIMI_LINEAR_SCHEDULE) is footprints.MODELS["kimi-linear-48b"]
+    schedule = footprints.periodic_schedule(6, 3)
     spec = hybrid.kimi_linear_spec(schedule)
-    layers = memory.footprint(spec, 1000).per_layer
+    layers = footprints.footprint(spec, 1000).per_layer
     assert tuple(layer.kind for layer in layers) == schedule
     assert layers[2].kv_cache_bytes == 1000 * (512 + 64) * 2  # bf16
     assert layers[0].state_bytes == 2 * (32 * 128 * 128 + 3 * 32 * 3 * 128)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lineage.memory import SOFTMAX_KINDS
+from lineage.footprints import SOFTMAX_KINDS
 from lineage.plots.core import Panel, figure, frame_indices, heatmaps, house_layout, play_controls, step_marker
 from lineage.plots.memory import KIND_COLORS, format_bytes
 

@@ -35,7 +35,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 from streamlit.testing.v1.util import patch_config_options
 
-from lineage import demo, hybrid, lab
+from lineage import demo, footprints, hybrid, lab
 from tests.app.util import ROOT, TIMEOUT
 
 # ---- the sources: bounded caches, no shared state written ----------------------------------------------------------
@@ -267,8 +267,8 @@ def test_the_state_scan_catches_shared_writes(tmp_path):
     source = """
 import os
 import streamlit as st
-from lineage import memory
-from lineage.memory import MODELS
+from lineage import footprints
+from lineage.footprints import MODELS
 SEEN = []
 COUNT = 0
 def remember(x):
@@ -277,9 +277,9 @@ def bump():
     global COUNT  # bad: a module global rebound
     COUNT += 1
 def patch():
-    memory.MODELS["mine"] = None  # bad: another module's dict
+    footprints.MODELS["mine"] = None  # bad: another module's dict
     MODELS.pop("gpt2")  # bad: the same dict, imported by name
-    memory.MAX_SEQ_LEN = 1  # bad: another module's constant
+    footprints.MAX_SEQ_LEN = 1  # bad: another module's constant
     os.environ.update(X="1")  # bad: the process's environment
 def fine(seen):
     SEEN = []
@@ -300,7 +300,7 @@ LIVE_RUNS = {
     "run_stage": lambda: demo.run_stage("kda", T=8, K=4, V=4, seed=1, repeats=1),
     "run_softmax": lambda: demo.run_softmax(T=8, n_heads=2, head_dim=4, seed=1),
     "chunk_size_sweep": lambda: demo.chunk_size_sweep(T=8, D=4, seed=1, repeats=1),
-    "decode_trace": lambda: hybrid.decode_trace(hybrid.HybridConfig(schedule=hybrid.periodic_schedule(2, 2)), 3, 1),
+    "decode_trace": lambda: hybrid.decode_trace(hybrid.HybridConfig(schedule=footprints.periodic_schedule(2, 2)), 3, 1),
     "lab": lambda: lab.capacity(lab.LabSettings(d_k=4, seed=1), n_max=6, trials=1),
 }
 
@@ -318,7 +318,7 @@ def test_a_softmax_run_in_another_session_does_not_change_a_seeded_stack():
     """The hybrid page seeds torch's global generator (under a lock) to build its stack. A GPT-2 or KV-cache run in
     another session used to build its layer with the default initialisers, drawing from that same generator in the
     middle: the stack's weights, and so the page's numbers, changed with what other visitors were doing."""
-    config = hybrid.HybridConfig(schedule=hybrid.periodic_schedule(4, 2))
+    config = hybrid.HybridConfig(schedule=footprints.periodic_schedule(4, 2))
     reference = [p.detach().clone() for p in hybrid.seeded_stack(config, 3).parameters()]
 
     def softmax_runs(stop: float) -> int:

@@ -27,7 +27,7 @@ from streamlit.proto.NumberInput_pb2 import NumberInput as NumberInputProto
 from streamlit.proto.Slider_pb2 import Slider as SliderProto
 from streamlit.testing.v1 import AppTest
 
-from lineage import bench_decode, demo, lab, memory
+from lineage import bench_decode, demo, footprints, lab
 from tests.app.util import ROOT, TIMEOUT, run_page
 from ui.common import cap_note
 from ui.nav import PAGES
@@ -434,22 +434,22 @@ def test_absurd_sizes_in_the_url_are_an_error_too():
 
 def test_the_largest_custom_model_stays_exact():
     at = opened("memory_cost")
-    limits = memory.CUSTOM_LIMITS
+    limits = footprints.CUSTOM_LIMITS
     for key, field in UNBOUNDED.items():
-        at.number_input(key=key).set_value(memory.MAX_SEQ_LEN if field == "seq_len" else limits[field])
+        at.number_input(key=key).set_value(footprints.MAX_SEQ_LEN if field == "seq_len" else limits[field])
     at.selectbox(key="memory_cost_kind").set_value("mha")
     at.selectbox(key="memory_cost_dtype").set_value("fp32")
     run(at, "memory_cost, the largest custom MHA model at the longest context")
     assert not at.error, [e.value for e in at.error]
-    spec = memory.custom_spec(
+    spec = footprints.custom_spec(
         limits["n_layers"], limits["n_heads"], limits["n_kv_heads"], limits["head_dim"],
-        memory.periodic_schedule(limits["n_layers"], "mha", "gqa", 4),
+        footprints.periodic_schedule(limits["n_layers"], 4, base="mha", kind="gqa"),
     )  # fmt: skip
     table = at.dataframe[0].value.set_index("model")
-    expected = memory.footprint(spec, memory.MAX_SEQ_LEN, "fp32").kv_cache_bytes
+    expected = footprints.footprint(spec, footprints.MAX_SEQ_LEN, "fp32").kv_cache_bytes
     assert expected < 2**63 and int(table.loc["custom", "KV cache (bytes)"]) == expected  # exact in int64
     for key, field in UNBOUNDED.items():
-        over = (memory.MAX_SEQ_LEN if field == "seq_len" else limits[field]) + 1
+        over = (footprints.MAX_SEQ_LEN if field == "seq_len" else limits[field]) + 1
         at.number_input(key=key).set_value(over)
         run(at, f"memory_cost with {key} one past its limit")
         assert any(field in e.value for e in at.error), (key, [e.value for e in at.error])

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from lineage import memory
+from lineage import footprints
 from lineage.bench_decode import context_cap, memory_cap
 from lineage.plots.memory import GPU_LINE_GROUP
 from tests.app.util import figures, run_page
 
-H100 = memory.GPU_PRESETS["h100-sxm"].bandwidth_bytes_per_s
+H100 = footprints.GPU_PRESETS["h100-sxm"].bandwidth_bytes_per_s
 MILLION = 2**20
 
 
@@ -18,10 +18,10 @@ def rows_by_model(at) -> dict:
     return {row["model"]: row for _, row in table.iterrows()}
 
 
-def specs_on_page(at) -> dict[str, memory.ModelSpec]:
+def specs_on_page(at) -> dict[str, footprints.ModelSpec]:
     """MODELS plus the custom spec as the page's default widgets define it."""
-    custom = memory.custom_spec(32, 32, 8, 128, memory.periodic_schedule(32, "kda", "gqa", 4))
-    return {s.name: s for s in (*memory.MODELS.values(), custom)}
+    custom = footprints.custom_spec(32, 32, 8, 128, footprints.periodic_schedule(32, 4, base="kda", kind="gqa"))
+    return {s.name: s for s in (*footprints.MODELS.values(), custom)}
 
 
 # ---- Memory & cost ----------------------------------------------------------------------------------------------
@@ -41,12 +41,12 @@ def test_table_equals_footprint(memory_page):
     specs = specs_on_page(memory_page)
     assert set(rows) == set(specs)
     for name, spec in specs.items():
-        fp = memory.footprint(spec, MILLION, "bf16")
+        fp = footprints.footprint(spec, MILLION, "bf16")
         row = rows[name]
         assert row["KV cache (bytes)"] == fp.kv_cache_bytes
         assert row["state (bytes)"] == fp.state_bytes
         assert row["read per token (bytes)"] == fp.read_bytes_per_token
-        floor = memory.decode_time_lower_bound(fp.read_bytes_per_token, H100) * 1e3
+        floor = footprints.decode_time_lower_bound(fp.read_bytes_per_token, H100) * 1e3
         assert row["floor, cache + state (ms/token)"] == pytest.approx(floor)
 
 
@@ -54,8 +54,8 @@ def test_table_follows_length_and_dtype():
     at = run_page("memory_cost", memory_cost_len=4096, memory_cost_dtype="fp32")
     rows = rows_by_model(at)
     for key in ("gpt2", "llama3-8b", "deepseek-v3", "kimi-linear-48b"):
-        fp = memory.footprint(key, 4096, "fp32")
-        assert rows[memory.MODELS[key].name]["KV cache (bytes)"] == fp.kv_cache_bytes
+        fp = footprints.footprint(key, 4096, "fp32")
+        assert rows[footprints.MODELS[key].name]["KV cache (bytes)"] == fp.kv_cache_bytes
     # by hand: Llama-3-8B, 4096 tokens × 2 × 32 layers × 8 KV heads × 128 × 4 bytes
     assert rows["Llama-3-8B"]["KV cache (bytes)"] == 4096 * 2 * 32 * 8 * 128 * 4
 
@@ -68,25 +68,25 @@ def test_chart_has_every_model_and_the_gpu_lines(memory_page):
     assert gpu == [24 * 10**9, 80 * 10**9, 141 * 10**9]
     assert fig["layout"]["xaxis"]["type"] == "log" and fig["layout"]["yaxis"]["type"] == "log"
     kimi = next(t for t in fig["data"] if t["name"] == "Kimi Linear 48B-A3B")
-    expected = memory.footprint("kimi-linear-48b", int(kimi["x"][-1])).total_bytes
+    expected = footprints.footprint("kimi-linear-48b", int(kimi["x"][-1])).total_bytes
     assert int(kimi["y"][-1]) == expected and kimi["text"][-1].startswith(f"{expected:,} bytes")
 
 
 def test_kimi_reduction_is_computed_next_to_the_claim(memory_page):
     metrics = [m.value for m in memory_page.metric]
-    baseline = memory.footprint(memory.all_mla("kimi-linear-48b"), MILLION)
-    cache_cut = 1 - memory.footprint("kimi-linear-48b", MILLION).kv_cache_bytes / baseline.kv_cache_bytes
+    baseline = footprints.footprint(footprints.all_mla("kimi-linear-48b"), MILLION)
+    cache_cut = 1 - footprints.footprint("kimi-linear-48b", MILLION).kv_cache_bytes / baseline.kv_cache_bytes
     assert metrics[0] == f"{cache_cut:.1%}" == "74.1%"  # 1 − 7/27
-    assert metrics[2] == f"{memory.reduction_vs_all_mla('kimi-linear-48b', MILLION):.1%}"
+    assert metrics[2] == f"{footprints.reduction_vs_all_mla('kimi-linear-48b', MILLION):.1%}"
     text = " ".join(m.value for m in memory_page.markdown)
-    assert memory.KIMI_PAPER_CLAIM.text in text and memory.KIMI_PAPER_CLAIM.source in text
+    assert footprints.KIMI_PAPER_CLAIM.text in text and footprints.KIMI_PAPER_CLAIM.source in text
 
 
 def test_sources_on_screen(memory_page):
     text = " ".join(m.value for m in memory_page.markdown)
-    for spec in memory.MODELS.values():
+    for spec in footprints.MODELS.values():
         assert spec.source in text
-    for preset in memory.GPU_PRESETS.values():
+    for preset in footprints.GPU_PRESETS.values():
         assert preset.source in text
 
 
@@ -153,5 +153,7 @@ def test_live_benchmark_tiny_run_shares_its_bandwidth():
     at.selectbox(key="memory_cost_bandwidth").set_value("measured").run()
     assert not at.exception
     row = rows_by_model(at)["Llama-3-8B"]
-    expected = memory.decode_time_lower_bound(memory.footprint("llama3-8b", MILLION).read_bytes_per_token, bandwidth)
+    expected = footprints.decode_time_lower_bound(
+        footprints.footprint("llama3-8b", MILLION).read_bytes_per_token, bandwidth
+    )
     assert row["floor, cache + state (ms/token)"] == pytest.approx(expected * 1e3)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from lineage import demo, memory, stages
+from lineage import demo, footprints, stages
 from lineage.io_cost import standard_attention_io_bytes, tiled_attention_io_bytes
 from lineage.kv_cache import KVCache
 from tests.app.util import figure, markdown_table, parse_markdown_table, rerun, run_page, z_of
@@ -58,25 +58,25 @@ def test_markdown_table_escapes_cells_and_reads_back():
 def test_home_page():
     at = run_page("home")
     rows = markdown_table(at, "Stage")
-    assert [r["Stage"] for r in rows] == [s.title for s in stages.STAGES]
-    assert [r["Year"] for r in rows] == [str(s.year) for s in stages.STAGES]
-    assert [r["Memory mechanism"] for r in rows] == [s.mechanism for s in stages.STAGES]
-    assert [r["Problem solved"] for r in rows] == [s.problem_solved for s in stages.STAGES]
-    assert [r["Cost introduced"] for r in rows] == [s.cost_introduced for s in stages.STAGES]
+    assert [r["Stage"] for r in rows] == [s.title for s in stages.all_stages()]
+    assert [r["Year"] for r in rows] == [str(s.year) for s in stages.all_stages()]
+    assert [r["Memory mechanism"] for r in rows] == [s.summary for s in stages.all_stages()]
+    assert [r["Problem solved"] for r in rows] == [s.problem_solved for s in stages.all_stages()]
+    assert [r["Cost introduced"] for r in rows] == [s.cost_introduced for s in stages.all_stages()]
     assert not at.table and not at.dataframe  # the home page loads no Arrow table machinery before its chart
 
-    ratio = memory.lineage_ratio()
+    ratio = footprints.lineage_ratio()
     assert metrics(at)["GPT-2s in one Kimi K3"] == f"{ratio.ratio_to_computed:,.0f}"
     assert any(f"**{int(ratio.ratio_to_nominal):,}**" in m.value for m in at.markdown)  # the article's 22,580
     assert any("secondary source" in c.value for c in at.caption)
 
     registered = {entry.stage: entry for entry in PAGES if entry.stage}
     links = {link.proto.page for link in at.get("page_link")}
-    assert links == {registered[s.key].url_path for s in stages.STAGES if s.key in registered}
+    assert links == {registered[s.key].url_path for s in stages.all_stages() if s.key in registered}
     assert len(stages.grid()) == 6
 
     chart = figure(at, "Bytes one layer holds")
-    for s in stages.STAGES:  # every stage on exactly one line (stages holding the same bytes share one)
+    for s in stages.all_stages():  # every stage on exactly one line (stages holding the same bytes share one)
         (line,) = [trace for trace in chart["data"] if s.title in trace["name"].split(" · ")]
         np.testing.assert_array_equal(line["y"], stages.memory_per_layer(s.key, np.asarray(line["x"])))
     assert chart["layout"]["xaxis"]["type"] == chart["layout"]["yaxis"]["type"] == "log"

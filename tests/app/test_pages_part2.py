@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from lineage import demo, hybrid, memory
+from lineage import demo, footprints, hybrid
 from tests.app.util import figure, rerun, run_page, z_of
 
 
@@ -114,9 +114,9 @@ def test_kda_page():
 
 def test_hybrid_page():
     at = run_page("hybrid", hybrid_T=12)
-    schedule = hybrid.periodic_schedule(8, 4)
+    schedule = footprints.periodic_schedule(8, 4)
     trace = hybrid.decode_trace(hybrid.HybridConfig(schedule=schedule), 12, 0)
-    fp = memory.footprint(hybrid.kimi_linear_spec(schedule), 2**17)
+    fp = footprints.footprint(hybrid.kimi_linear_spec(schedule), 2**17)
     bars = figure(at, "Kimi Linear shapes, 8 layers (2 MLA)")
     np.testing.assert_array_equal(bars["data"][0]["y"], [layer.kv_cache_bytes for layer in fp.per_layer])
     np.testing.assert_array_equal(bars["data"][1]["y"], [layer.state_bytes for layer in fp.per_layer])
@@ -133,10 +133,10 @@ def test_hybrid_page():
     at.slider(key="hybrid_T").set_value(4)
     at.select_slider(key="hybrid_context").set_value(2**20)
     rerun(at)
-    fp = memory.footprint("kimi-linear-48b", 2**20)
+    fp = footprints.footprint("kimi-linear-48b", 2**20)
     bars = figure(at, "Kimi Linear 48B-A3B")
     np.testing.assert_array_equal(bars["data"][0]["y"], [layer.kv_cache_bytes for layer in fp.per_layer])
-    trace = hybrid.decode_trace(hybrid.HybridConfig(schedule=hybrid.kimi_linear_schedule()), 4, 0)
+    trace = hybrid.decode_trace(hybrid.HybridConfig(schedule=footprints.KIMI_LINEAR_SCHEDULE), 4, 0)
     np.testing.assert_array_equal(z_of(figure(at, "The same, every layer")["data"][0]), trace.bytes.T)
 
 

@@ -1,4 +1,4 @@
-"""Memory footprint of a model while it generates: KV cache, recurrent state, weights read per token.
+"""Footprints: the bytes a model holds and reads while it generates — KV cache, recurrent state, weights.
 
 Every number here is computed from a model's published configuration; none is typed in. A softmax layer
 keeps a cache that grows by a fixed amount per token of context; a linear-memory layer (linear attention,
@@ -50,13 +50,18 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from lineage._checks import positive_int
+from lineage.mechanisms import linear_mechanisms
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
+# Layer kinds, the linear ones from the table of mechanisms (lineage.mechanisms) as it stands at import.
 SOFTMAX_KINDS = ("mha", "gqa", "mla")  # keep a cache that grows with the context
-LINEAR_KINDS = ("linear", "deltanet", "gla", "mamba2", "gated_deltanet", "kda")  # keep a fixed state
+LINEAR_KINDS = tuple(m.layer_kind for m in linear_mechanisms())  # keep a fixed state
 LAYER_KINDS = SOFTMAX_KINDS + LINEAR_KINDS
-CONV_KINDS = ("deltanet", "mamba2", "gated_deltanet", "kda")  # layers with a short causal convolution on q, k, v
+# layers with a short causal convolution on q, k, v
+CONV_KINDS = tuple(m.layer_kind for m in linear_mechanisms() if m.layer.conv)
+# layers that keep a normaliser z_t = Σ φ(k_s) beside S (normalised linear attention, Katharopoulos et al.)
+NORMALIZER_KINDS = tuple(m.layer_kind for m in linear_mechanisms() if m.layer.normalize)
 
 # 2**31 tokens (two billion) is far past any served context, so a larger value is a typo; it also keeps every
 # byte count of a realistic model well inside int64 for the plotting arrays.
@@ -232,6 +237,9 @@ def layer_schedule(n_layers: int, base: str, at: Mapping[str, Iterable[int]] | N
     ``layer_schedule(27, "kda", {"mla": (4, 8, 12, 16, 20, 24, 27)})`` is Kimi Linear 48B's stack.
     """
     positive_int("n_layers", n_layers)
+    for name, kind in (("base", base), *((f"at key {k!r}", k) for k in at or {})):
+        if kind not in LAYER_KINDS:
+            raise ValueError(f"{name} must be a layer kind, one of {', '.join(map(repr, LAYER_KINDS))}, got {kind!r}")
     kinds = [base] * n_layers
     for kind, positions in (at or {}).items():
         for p in positions:
@@ -241,11 +249,13 @@ def layer_schedule(n_layers: int, base: str, at: Mapping[str, Iterable[int]] | N
     return tuple(kinds)
 
 
-def periodic_schedule(n_layers: int, base: str, kind: str, every: int, include_last: bool = False) -> tuple[str, ...]:
+def periodic_schedule(
+    n_layers: int, every: int = 4, *, base: str = "kda", kind: str = "mla", include_last: bool = False
+) -> tuple[str, ...]:
     """Every ``every``-th layer (1-based: every, 2·every, ...) is ``kind``, the rest ``base``.
 
-    A 3:1 hybrid is ``every=4``. ``include_last`` also makes the final layer ``kind``, as in Kimi Linear 48B,
-    whose 27 layers put MLA at 4, 8, ..., 24 and at 27.
+    A 3:1 hybrid is ``every=4`` (the defaults: KDA with MLA every fourth layer). ``include_last`` also makes the
+    final layer ``kind``, as in Kimi Linear 48B, whose 27 layers put MLA at 4, 8, ..., 24 and at 27.
     """
     positive_int("n_layers", n_layers)
     positive_int("every", every)
@@ -253,6 +263,10 @@ def periodic_schedule(n_layers: int, base: str, kind: str, every: int, include_l
     if include_last and n_layers not in positions:
         positions.append(n_layers)
     return layer_schedule(n_layers, base, {kind: positions})
+
+
+# Kimi Linear 48B-A3B's 27 layers, built once: MLA at KIMI_LINEAR_MLA_LAYERS, KDA elsewhere.
+KIMI_LINEAR_SCHEDULE = layer_schedule(27, "kda", {"mla": KIMI_LINEAR_MLA_LAYERS})
 
 
 def llama_ffn_dim(dim: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
@@ -332,7 +346,7 @@ MODELS: dict[str, ModelSpec] = {
         n_heads=32,
         n_kv_heads=32,
         head_dim=128 + 64,  # qk_nope_head_dim + qk_rope_head_dim
-        layer_kinds=layer_schedule(27, "kda", {"mla": KIMI_LINEAR_MLA_LAYERS}),
+        layer_kinds=KIMI_LINEAR_SCHEDULE,
         kv_lora_rank=512,
         rope_dim=64,
         linear_heads=32,
@@ -504,7 +518,7 @@ def _layer_numbers(spec: ModelSpec, kind: str) -> tuple[int, int, int]:
         return spec.kv_lora_rank + spec.rope_dim, 0, 0
     H, K, V = spec.linear_heads, spec.linear_key_dim, spec.linear_value_dim
     recurrent = H * K * V
-    if kind == "linear":
+    if kind in NORMALIZER_KINDS:
         recurrent += H * K  # the normaliser z_t = Σ φ(k_s) of Katharopoulos et al. is state too
     # A causal conv of width W mixes the current input with the W - 1 before it, on q (K), k (K) and v (V).
     conv = (spec.conv_kernel - 1) * H * (2 * K + V) if kind in CONV_KINDS else 0

@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from lineage import memory
-from lineage.memory import (
+from lineage import footprints
+from lineage.footprints import (
     DTYPE_BYTES,
     GPU_PRESETS,
     KIMI_PAPER_CLAIM,
@@ -67,14 +67,14 @@ def test_kimi_linear_schedule():
     assert spec.n_layers == 27
     assert [i + 1 for i, kind in enumerate(spec.layer_kinds) if kind == "mla"] == [4, 8, 12, 16, 20, 24, 27]
     assert spec.layers_of("kda") == tuple(i for i in range(1, 28) if i not in (4, 8, 12, 16, 20, 24, 27))
-    assert periodic_schedule(27, "kda", "mla", every=4, include_last=True) == spec.layer_kinds
+    assert periodic_schedule(27, 4, include_last=True) == spec.layer_kinds
 
 
 def test_kimi_reduction_vs_all_mla_at_1m():
     assert reduction_vs_all_mla("kimi-linear-48b", ONE_MILLION) == pytest.approx(1 - 7 / 27, abs=0.01)
     # The cache alone keeps exactly 7 of 27 layers' worth; the fixed KDA state is what moves it off 1 - 7/27.
     kimi = footprint("kimi-linear-48b", ONE_MILLION)
-    mla = footprint(memory.all_mla("kimi-linear-48b"), ONE_MILLION)
+    mla = footprint(footprints.all_mla("kimi-linear-48b"), ONE_MILLION)
     assert Fraction(kimi.kv_cache_bytes, mla.kv_cache_bytes) == Fraction(7, 27)
     assert reduction_vs_all_mla("kimi-linear-48b", ONE_MILLION) < 1 - 7 / 27
 
@@ -159,7 +159,7 @@ def test_mha_caches_all_heads_gqa_caches_kv_heads():
 
 def test_linear_kinds_state():
     spec = custom_spec(
-        n_layers=4, n_heads=4, n_kv_heads=4, head_dim=8, layer_kinds=("linear", "deltanet", "gla", "mamba2")
+        n_layers=4, n_heads=4, n_kv_heads=4, head_dim=8, layer_kinds=("linear_attention", "deltanet", "gla", "mamba2")
     )
     layers = footprint(spec, 10, "fp32").per_layer
     H, K, V = 4, 8, 8
@@ -172,7 +172,7 @@ def test_linear_kinds_state():
 
 def test_layer_schedule():
     assert layer_schedule(5, "gqa", {"mla": [1, 5]}) == ("mla", "gqa", "gqa", "gqa", "mla")
-    assert periodic_schedule(8, "kda", "mla", every=4) == ("kda",) * 3 + ("mla",) + ("kda",) * 3 + ("mla",)
+    assert periodic_schedule(8, 4, base="kda", kind="mla") == ("kda",) * 3 + ("mla",) + ("kda",) * 3 + ("mla",)
     with pytest.raises(ValueError, match=r"at\['mla'\]"):
         layer_schedule(5, "gqa", {"mla": [6]})
 
@@ -269,7 +269,7 @@ def test_gpt2_parameter_count():
 
 def test_llama3_8b_parameter_count():
     # FFN width from params.json by model.py's rule: int(1.3 * int(2 * 16384 / 3)) rounded up to 1024s
-    assert MODELS["llama3-8b"].weights.d_ff == memory.llama_ffn_dim(4096, 1024, 1.3) == 14336
+    assert MODELS["llama3-8b"].weights.d_ff == footprints.llama_ffn_dim(4096, 1024, 1.3) == 14336
     assert parameter_count("llama3-8b") == 8_030_261_248
 
 
