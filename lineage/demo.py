@@ -139,13 +139,18 @@ def run_stage(
     chunk_size: int = 16,
     feature_map: str = "elu1",
     repeats: int = 3,
+    inputs: tuple | None = None,
 ) -> StageRun:
-    """Run a linear-memory stage three ways (recurrent reference with a trace, chunked, parallel) and compare."""
+    """Run a linear-memory stage three ways (recurrent reference with a trace, chunked, parallel) and compare.
+
+    ``inputs`` (q, k, v, g, beta) replaces the seeded random inputs (e.g. ``lineage.story.story_tensors``); T, K and V
+    must then be its sizes.
+    """
     from lineage.linear_attention import get_feature_map
 
     s = stage(stage_key)
     checks.chunk_size(chunk_size)
-    q, k, v, g, beta = make_inputs(stage_key, T, K, V, seed, rule)
+    q, k, v, g, beta = make_inputs(stage_key, T, K, V, seed, rule) if inputs is None else inputs
     if s.key == "linear_attention":  # the state carries the normaliser as a column fed by ones
         phi = get_feature_map(feature_map)
         q, k = phi(q), phi(k)
@@ -399,13 +404,20 @@ class SoftmaxRun:
 
 
 def run_softmax(
-    T: int = 32, n_heads: int = 4, head_dim: int = 16, seed: int = 0, *, block_size: int | None = None
+    T: int = 32,
+    n_heads: int = 4,
+    head_dim: int = 16,
+    seed: int = 0,
+    *,
+    block_size: int | None = None,
+    inputs: np.ndarray | None = None,
 ) -> SoftmaxRun:
     """Generate T tokens through one causal self-attention layer (d_model = n_heads · head_dim) both ways.
 
     Weights are drawn N(0, 1/d_model) with zero biases, so q, k, v have unit variance and the attention is neither
     flat nor one-hot. Same seed, same layer and inputs. Each generation is timed once: the timed run is the one
     whose outputs are compared. ``block_size`` is FlashAttention's tile size, at most T (default min(8, T)).
+    ``inputs`` [T, d_model] replaces the random token vectors (e.g. the story's, ``lineage.story.token_vectors``).
     """
     checks.positive_int("T", T, maximum=DEMO_LIMITS["T"])
     checks.positive_int("n_heads", n_heads, maximum=SOFTMAX_MAX_HEADS)
@@ -422,6 +434,10 @@ def run_softmax(
         for p in layer.parameters():
             p.copy_(torch.randn(p.shape, generator=gen) * d_model**-0.5 if p.dim() == 2 else torch.zeros_like(p))
     x = torch.randn(1, T, d_model, generator=gen)
+    if inputs is not None:
+        if np.shape(inputs) != (T, d_model):
+            raise ValueError(f"inputs must be [T, d_model] = [{T}, {d_model}], got shape {np.shape(inputs)}")
+        x = torch.as_tensor(np.asarray(inputs), dtype=torch.float32)[None]
     device = get_device()
     layer, x = layer.to(device), x.to(device)
     with torch.inference_mode():

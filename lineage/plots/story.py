@@ -1,0 +1,280 @@
+"""The story's figures: a memory read as a table of facts, one frame per token, everything step-dependent in the frame.
+
+A stage page's main chart. Left, the state S_t with its rows named by the keys that own them and its columns by the
+values (while the story's vocabulary fits K and V, row "Dee", column "green" is literally "how strongly Dee points to
+green"). Right, how much of each query's expected answer the memory holds after every step, with a marker at the
+current step. The sentence describing the step sits in the figure too. Play, the slider and the frames move the
+heatmap, the marker and the sentence together, so no view can show two steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lineage.plots.core import (
+    COLORSCALES,
+    DIVERGING,
+    SEQUENTIAL,
+    cell_text,
+    color_range,
+    figure,
+    frame_indices,
+    house_layout,
+    play_controls,
+    subplot_grid,
+)
+from lineage.plots.palette import NEUTRAL, OKABE_ITO
+
+SENTENCE_Y = 1.16  # paper y of the step's sentence: above the panel titles
+QUERY_COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "bluish green", "reddish purple", "orange", "sky blue")]
+
+
+def _sentence(text: str) -> dict:
+    return dict(
+        text=text,
+        x=0.0,
+        xanchor="left",
+        xref="paper",
+        y=SENTENCE_Y,
+        yanchor="bottom",
+        yref="paper",
+        showarrow=False,
+        align="left",
+        font=dict(size=16),
+        name="step_sentence",
+    )
+
+
+def story_memory(
+    states: np.ndarray,
+    *,
+    row_labels: Sequence[str],
+    column_labels: Sequence[str],
+    step_labels: Sequence[str],
+    sentences: Sequence[str],
+    held: Mapping[str, np.ndarray] | None = None,
+    start: int | None = None,
+    title: str = "",
+    height: int = 480,
+) -> go.Figure:
+    """The state as a fact table, animated over the story, beside each query's held share with a step marker.
+
+    Args:
+        states: [T, K, V] the state after every step.
+        row_labels, column_labels: names of the K rows and V columns.
+        step_labels: the token of each step (shown on the time axis).
+        sentences: one sentence per step, shown above the panels in that step's frame.
+        held: query name -> [T] share of its expected answer held after each step (NaN before it is written).
+        start: the step shown first (default the last).
+    """
+    states = np.asarray(states, dtype=np.float64)
+    if states.ndim != 3 or states.shape[0] == 0:
+        raise ValueError(f"states must be a non-empty [T, K, V] array, got shape {states.shape}")
+    T, K, V = states.shape
+    for name, seq, n in (
+        ("row_labels", row_labels, K),
+        ("column_labels", column_labels, V),
+        ("step_labels", step_labels, T),
+        ("sentences", sentences, T),
+    ):
+        if len(seq) != n:
+            raise ValueError(f"{name} must have {n} entries, got {len(seq)}")
+    held = dict(held or {})
+    for name, curve in held.items():
+        if np.shape(curve) != (T,):
+            raise ValueError(f"held[{name!r}] must be [T = {T}], got shape {np.shape(curve)}")
+    keep = frame_indices(T)
+    first = int(np.abs(keep - (T - 1 if start is None else start)).argmin())
+    zmin, zmax, signed = color_range(states)
+    texts = cell_text(states[keep])
+    ticks = [f"{t} {lab}" for t, lab in enumerate(step_labels)]
+
+    panels = ["The memory S_t: row = key, column = value", "Share of each answer held"] if held else ["The memory S_t"]
+    layout = subplot_grid(panels, widths=[1.0, 0.9][: len(panels)], spacing=0.14)
+    titles = layout.pop("annotations", [])
+    layout["xaxis"].update(title=dict(text="value"), side="bottom", tickangle=0)
+    layout["yaxis"].update(title=dict(text="key"), autorange="reversed")
+    heat = dict(
+        type="heatmap",
+        z=states[keep[first]],
+        x=list(column_labels),
+        y=list(row_labels),
+        zmin=zmin,
+        zmax=zmax,
+        zmid=0.0 if signed else None,
+        colorscale=COLORSCALES[DIVERGING if signed else SEQUENTIAL],
+        colorbar=dict(x=layout["xaxis"]["domain"][1] + 0.005, len=0.85, thickness=12),
+        text=None if texts is None else texts[first],
+        texttemplate="%{text}" if texts is not None else None,
+        textfont=dict(size=10),
+        hovertemplate="S[key %{y}, value %{x}] = %{z:.3f}: how strongly key %{y} points to value %{x}<extra></extra>",
+        name="state",
+    )
+    data = [heat]
+    if held:
+        layout["xaxis2"].update(
+            title=dict(text="step (token)"),
+            tickmode="array",
+            tickvals=list(range(T)),
+            ticktext=ticks,
+            range=[-0.5, T - 0.5],
+            tickangle=-60,
+        )
+        layout["yaxis2"].update(title=dict(text="share held"), range=[-0.25, 1.25])
+        for i, (name, curve) in enumerate(held.items()):
+            data.append(
+                dict(
+                    type="scatter",
+                    mode="lines+markers",
+                    x=list(range(T)),
+                    y=[None if not np.isfinite(c) else float(c) for c in curve],
+                    name=name,
+                    line=dict(color=QUERY_COLOURS[i % len(QUERY_COLOURS)], width=3),
+                    marker=dict(size=6),
+                    xaxis="x2",
+                    yaxis="y2",
+                    hovertemplate=f"{name}<br>after step %{{x}}: %{{y:.0%}} held<extra></extra>",
+                )
+            )
+        data.append(  # the step marker: a trace, so every frame moves it with the heatmap
+            dict(
+                type="scatter",
+                mode="lines",
+                x=[int(keep[first])] * 2,
+                y=[-0.25, 1.25],
+                line=dict(color=NEUTRAL, width=3, dash="dash"),
+                name="this step",
+                showlegend=False,
+                hoverinfo="skip",
+                xaxis="x2",
+                yaxis="y2",
+                meta="step_marker",
+            )
+        )
+    frames = []
+    for j, t in enumerate(keep):
+        traces = [dict(type="heatmap", z=states[t], zmin=zmin, zmax=zmax)]
+        if texts is not None:
+            traces[0]["text"] = texts[j]
+        idx = [0]
+        if held:
+            traces.append(dict(type="scatter", x=[int(t)] * 2, y=[-0.25, 1.25]))
+            idx.append(len(data) - 1)
+        frames.append(
+            dict(
+                name=str(t),
+                data=traces,
+                traces=idx,
+                layout=dict(annotations=[*titles, _sentence(sentences[t])]),
+            )
+        )
+    layout["annotations"] = [*titles, _sentence(sentences[keep[first]])]
+    layout.update(play_controls([str(t) for t in keep], start=first))
+    layout.update(house_layout(title=title, height=height))
+    layout["margin"].update(t=130 if title else 100, b=190)
+    layout["legend"] = dict(orientation="h", x=0.55, y=-0.55, xanchor="left", yanchor="top")
+    return figure(data, layout, frames)
+
+
+def attention_story(
+    attn: np.ndarray,
+    *,
+    step_labels: Sequence[str],
+    sentences: Sequence[str],
+    rows: np.ndarray,
+    start: int | None = None,
+    title: str = "",
+    height: int = 480,
+) -> go.Figure:
+    """Softmax attention generating the story: head 0's attention rows so far (left) and the rows projected per
+    token (right, with the step marker), one frame per token, with the step's sentence.
+
+    Args:
+        attn: [T, T] attention weights (row t: query t over keys ≤ t).
+        step_labels: the token of each step. sentences: one per step.
+        rows: [2, T] Q/K/V rows projected to generate each token: without a cache (t + 1) and with one (1).
+    """
+    attn = np.asarray(attn, dtype=np.float64)
+    T = attn.shape[0]
+    if attn.shape != (T, T) or T == 0:
+        raise ValueError(f"attn must be a non-empty [T, T] array, got shape {attn.shape}")
+    if len(step_labels) != T or len(sentences) != T:
+        raise ValueError(f"step_labels and sentences must have {T} entries each")
+    rows = np.asarray(rows, dtype=np.float64)
+    if rows.shape != (2, T):
+        raise ValueError(f"rows must be [2, T = {T}], got shape {rows.shape}")
+    keep = frame_indices(T)
+    first = int(np.abs(keep - (T - 1 if start is None else start)).argmin())
+    ticks = [f"{t} {lab}" for t, lab in enumerate(step_labels)]
+    shown = np.where(np.tril(np.ones((T, T))) > 0, attn, np.nan)
+
+    def upto(t: int) -> np.ndarray:
+        z = shown.copy()
+        z[t + 1 :] = np.nan
+        return z
+
+    layout = subplot_grid(["Head 0's attention, query row by row", "Q/K/V rows projected for this token"], spacing=0.14)
+    titles = layout.pop("annotations", [])
+    axis = dict(tickmode="array", tickvals=list(range(T)), ticktext=ticks, tickangle=-60)
+    layout["xaxis"].update(title=dict(text="key (token)"), **axis)
+    layout["yaxis"].update(title=dict(text="query (token)"), autorange="reversed", **axis | dict(tickangle=0))
+    layout["xaxis2"].update(title=dict(text="step (token)"), range=[-0.5, T - 0.5], **axis)
+    layout["yaxis2"].update(title=dict(text="rows"), range=[0, T * 1.1], rangemode="tozero")
+    data = [
+        dict(
+            type="heatmap",
+            z=upto(int(keep[first])),
+            zmin=0.0,
+            zmax=1.0,
+            colorscale=COLORSCALES[SEQUENTIAL],
+            colorbar=dict(x=layout["xaxis"]["domain"][1] + 0.005, len=0.85, thickness=12),
+            hovertemplate="query %{y} → key %{x}: weight %{z:.3f}<extra></extra>",
+            name="attention",
+        )
+    ]
+    for i, (name, r) in enumerate((("no cache: t + 1 rows", rows[0]), ("KV cache: 1 row", rows[1]))):
+        data.append(
+            dict(
+                type="scatter",
+                mode="lines+markers",
+                x=list(range(T)),
+                y=r.tolist(),
+                name=name,
+                line=dict(color=QUERY_COLOURS[i], width=3),
+                xaxis="x2",
+                yaxis="y2",
+            )
+        )
+    data.append(
+        dict(
+            type="scatter",
+            mode="lines",
+            x=[int(keep[first])] * 2,
+            y=[0, T * 1.1],
+            line=dict(color=NEUTRAL, width=3, dash="dash"),
+            showlegend=False,
+            hoverinfo="skip",
+            xaxis="x2",
+            yaxis="y2",
+            name="this step",
+            meta="step_marker",
+        )
+    )
+    frames = [
+        dict(
+            name=str(t),
+            data=[dict(type="heatmap", z=upto(int(t))), dict(type="scatter", x=[int(t)] * 2, y=[0, T * 1.1])],
+            traces=[0, len(data) - 1],
+            layout=dict(annotations=[*titles, _sentence(sentences[t])]),
+        )
+        for t in keep
+    ]
+    layout["annotations"] = [*titles, _sentence(sentences[keep[first]])]
+    layout.update(play_controls([str(t) for t in keep], start=first))
+    layout.update(house_layout(title=title, height=height))
+    layout["margin"].update(t=130 if title else 100, b=190)
+    layout["legend"] = dict(orientation="h", x=0.55, y=-0.55, xanchor="left", yanchor="top")
+    return figure(data, layout, frames)
