@@ -1,27 +1,26 @@
 """``python -m lineage verify``: every mechanism, every mode, against its reference, in fp64.
 
-Each case draws random inputs (seeded), runs the op in every mode and compares with the reference
-recurrence (linear-memory family) or the standard form (softmax family), reporting the relative RMS error of
-outputs and final states. Cases include odd lengths, non-zero initial states, strong decay (g = −8 per step),
-channels mixing weak and very strong decay (the exact sub-chunk path), and a full wipe (g = −inf).
+The mechanisms are those of the table (:mod:`lineage.mechanisms`): each linear one runs through its op in its bare
+form (the op's ``bare`` arguments: no feature map, no normaliser) and is compared with the reference recurrence
+for its write rule and gate; the softmax op with its standard form. Each case draws random inputs (seeded), runs
+the op in every mode and reports the relative RMS error (:func:`lineage.numerics.rel_rms`) of outputs and final
+states. Two checks add what is particular to one mechanism: normalised ELU+1 linear attention against its explicit
+quadratic form, and Mamba-2 in its own SSD symbols. Cases include odd lengths, non-zero initial states, strong
+decay (g = −8 per step), channels mixing weak and very strong decay, and a full wipe (g = −inf).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
-from lineage.deltanet import deltanet
-from lineage.gated_deltanet import gated_deltanet
-from lineage.gla import gla
-from lineage.kda import kda
 from lineage.linear_attention import NORMALIZER_EPS, linear_attention
-from lineage.mamba2 import mamba2, mamba2_ssd
+from lineage.mamba2 import mamba2_ssd
+from lineage.mechanisms import linear_mechanisms, mechanism
+from lineage.numerics import rel_rms
 from lineage.recurrence import recurrent_memory
-from lineage.softmax import softmax_attention
 
 TOLERANCE = 1e-10  # relative RMS, fp64
 MODES = ("recurrent", "chunk", "parallel")
@@ -37,13 +36,6 @@ class Check:
     @property
     def ok(self) -> bool:
         return self.error <= TOLERANCE
-
-
-def rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
-    """||a − b|| / ||b||; NaN or inf anywhere counts as an infinite error."""
-    if not (torch.isfinite(a).all() and torch.isfinite(b).all()):
-        return float("inf")
-    return float((a - b).norm() / b.norm().clamp_min(1e-300))
 
 
 def _inputs(gen: torch.Generator, B=2, H=2, T=45, K=8, V=6):
@@ -73,27 +65,22 @@ CASES = ("random", "strong decay", "mixed channels", "wipe")
 
 
 def _linear_family(gen: torch.Generator) -> list[Check]:
-    """Each stage op, in each mode, against recurrent_memory with the stage's rule and gate."""
+    """Each linear mechanism of the table, in each mode, against recurrent_memory with its rule and gate."""
     out = []
-    specs: list[tuple[str, str, str | None, Callable]] = [
-        ("deltanet", "delta", None, lambda q, k, v, g, b, **kw: deltanet(q, k, v, b, **kw)),
-        ("mamba2", "additive", "scalar", lambda q, k, v, g, b, **kw: mamba2(q, k, v, g, **kw)),
-        ("gla", "additive", "channel", lambda q, k, v, g, b, **kw: gla(q, k, v, g, **kw)),
-        ("gated_deltanet", "delta", "scalar", lambda q, k, v, g, b, **kw: gated_deltanet(q, k, v, g, b, **kw)),
-        ("kda", "delta", "channel", lambda q, k, v, g, b, **kw: kda(q, k, v, g, b, **kw)),
-    ]
-    for name, rule, gate, op in specs:
-        for case in CASES if gate else ("random",):
+    for m in linear_mechanisms():
+        for case in CASES if m.gate != "none" else ("random",):
             q, k, v, beta, S0 = _inputs(gen)
             B, H, T, K = q.shape
-            g = None if gate is None else _gates(gen, case, (B, H, T) if gate == "scalar" else (B, H, T, K))
-            b = beta if rule == "delta" else None
-            ref_o, ref_S = recurrent_memory(q, k, v, g, b, rule=rule, initial_state=S0, output_final_state=True)
+            g = None if m.gate == "none" else _gates(gen, case, (B, H, T) if m.gate == "scalar" else (B, H, T, K))
+            b = beta if m.rule == "delta" else None
+            ref_o, ref_S = recurrent_memory(q, k, v, g, b, rule=m.rule, initial_state=S0, output_final_state=True)
             for mode in MODES:
                 for C in (16, 7) if mode == "chunk" else (64,):
-                    o, S = op(q, k, v, g, b, initial_state=S0, output_final_state=True, mode=mode, chunk_size=C)
+                    o, S = m.call(
+                        q, k, v, g, b, initial_state=S0, output_final_state=True, mode=mode, chunk_size=C, **m.bare
+                    )
                     label = f"{mode} C={C}" if mode == "chunk" else mode
-                    out.append(Check(name, case, label, max(rel_rms(o, ref_o), rel_rms(S, ref_S))))
+                    out.append(Check(m.key, case, label, max(rel_rms(o, ref_o), rel_rms(S, ref_S))))
     return out
 
 
@@ -107,7 +94,7 @@ def _linear_attention(gen: torch.Generator) -> list[Check]:
     out = []
     for mode in MODES:
         o, _ = linear_attention(q, k, v, mode=mode, chunk_size=16)
-        out.append(Check("linear_attention", "random", mode, rel_rms(o, ref)))
+        out.append(Check("linear_attention", "elu1 normalised", mode, rel_rms(o, ref)))
     return out
 
 
@@ -131,18 +118,19 @@ def _mamba2_ssd(gen: torch.Generator) -> list[Check]:
     out = []
     for mode in MODES:
         o, S = mamba2_ssd(x, dt, A, Bm, Cm, output_final_state=True, mode=mode, chunk_size=16)
-        out.append(Check("mamba2_ssd", "random", mode, max(rel_rms(o, ref_o), rel_rms(S, ref_S))))
+        out.append(Check("mamba2", "SSD symbols", mode, max(rel_rms(o, ref_o), rel_rms(S, ref_S))))
     return out
 
 
 def _softmax(gen: torch.Generator) -> list[Check]:
     """Softmax attention's recurrent (KV cache) and chunked (tiled online softmax) forms against the standard form."""
     q, k, v, _, _ = _inputs(gen)
-    ref, _ = softmax_attention(q, k, v, mode="parallel")
+    op = mechanism("softmax").op
+    ref, _ = op(q, k, v, mode="parallel")
     out = []
     for mode, C in (("recurrent", 64), ("chunk", 16), ("chunk", 7)):
-        o, _ = softmax_attention(q, k, v, mode=mode, chunk_size=C)
-        out.append(Check("softmax_attention", "random", f"{mode} C={C}" if mode == "chunk" else mode, rel_rms(o, ref)))
+        o, _ = op(q, k, v, mode=mode, chunk_size=C)
+        out.append(Check("softmax", "random", f"{mode} C={C}" if mode == "chunk" else mode, rel_rms(o, ref)))
     return out
 
 

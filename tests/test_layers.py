@@ -8,7 +8,8 @@ import torch
 
 from lineage.layers import Block, LinearMemoryMixer, MixerConfig
 from lineage.mechanisms import linear_mechanisms, mechanism
-from tests.util import assert_close, rel_rms
+from lineage.numerics import rel_rms
+from tests.util import assert_close
 
 STAGES = tuple(m.key for m in linear_mechanisms())
 # K ≠ V so that the hand count of the cache cannot mix them up; T = 19 is not a multiple of the chunk size.

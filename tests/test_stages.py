@@ -1,5 +1,5 @@
-"""The six public stage ops: each against its reference, reductions between neighbours in the grid, state
-splitting, causality, dtypes."""
+"""The public ops of the linear mechanisms (lineage.mechanisms): each against its reference, reductions between
+neighbours in the grid, state splitting, causality, dtypes."""
 
 from __future__ import annotations
 
@@ -11,31 +11,18 @@ import torch.nn.functional as F
 
 from lineage.deltanet import deltanet
 from lineage.gated_deltanet import gated_deltanet
-from lineage.gla import gla
-from lineage.kda import kda
 from lineage.linear_attention import NORMALIZER_EPS, linear_attention
 from lineage.mamba2 import mamba2, mamba2_ssd
+from lineage.mechanisms import linear_mechanisms, mechanism
+from lineage.numerics import rel_rms
 from lineage.recurrence import recurrent_memory
 from tests.test_recurrence import DTYPE_NAME, MODES, STAGE_CELL, make_inputs
-from tests.util import assert_close, rel_rms
+from tests.util import assert_close
 
-STAGES = tuple(STAGE_CELL)
-OPS = {
-    "linear_attention": linear_attention,
-    "deltanet": deltanet,
-    "mamba2": mamba2,
-    "gla": gla,
-    "gated_deltanet": gated_deltanet,
-    "kda": kda,
-}
-# The positional arguments after q, k, v that each op takes.
+STAGES = tuple(m.key for m in linear_mechanisms())
+# The positional arguments after q, k, v that each op takes: g if it has a gate, beta if it writes with the delta rule.
 EXTRA_ARGS = {
-    "linear_attention": (),
-    "deltanet": ("beta",),
-    "mamba2": ("g",),
-    "gla": ("g",),
-    "gated_deltanet": ("g", "beta"),
-    "kda": ("g", "beta"),
+    m.key: (("g",) if m.gate != "none" else ()) + (("beta",) if m.rule == "delta" else ()) for m in linear_mechanisms()
 }
 
 
@@ -53,7 +40,7 @@ def stage_inputs(stage, B=2, H=3, T=37, K=8, V=6, *, dtype=torch.float64, state=
 def call_stage(stage, x, **kw):
     """Call the stage's public op on a stage_inputs dict, returning (o, S_final)."""
     kw = {"initial_state": x["initial_state"], "output_final_state": True} | kw
-    return OPS[stage](x["q"], x["k"], x["v"], *(x[name] for name in EXTRA_ARGS[stage]), **kw)
+    return mechanism(stage).op(x["q"], x["k"], x["v"], *(x[name] for name in EXTRA_ARGS[stage]), **kw)
 
 
 def time_slice(x, start, stop=None):
