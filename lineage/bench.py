@@ -126,8 +126,10 @@ def chunk_flop_model(rule: str, T: int, K: int, V: int, C: int) -> dict[str, int
     product computes it, not halved for its triangle; elementwise work — exponentials of the gates, masks, the
     decay applied to S — is not counted):
 
-        A_kk = (K ⊙ e^G)(K ⊙ e^−G)ᵀ   2·C²·K     delta rule only (the decayed key products, below the diagonal)
-        A_qk = (Q ⊙ e^G)(K ⊙ e^−G)ᵀ   2·C²·K
+        A_kk[i, j] = Σ_c k_ic k_jc e^(G_ic − G_jc)
+                                      2·C²·K     delta rule only (the decayed key products, used below the diagonal)
+        A_qk[i, j] = Σ_c q_ic k_jc e^(G_ic − G_jc)
+                                      2·C²·K     (used on and below the diagonal)
         T = (I + StrictTril(diag(β) A_kk))⁻¹ diag(β)
                                       C²·(V + K) delta rule: forward substitution against V and K columns
         U = T V                       2·C²·V     delta rule
