@@ -1,4 +1,5 @@
-"""Command line: ``python -m lineage verify`` and ``python -m lineage bench [ops|decode] [--json PATH]``."""
+"""Command line: ``python -m lineage verify``, ``python -m lineage bench [ops|decode] [--json PATH]`` and
+``python -m lineage train --task mqar --mixers all --out results.json``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("verify", help="max error of every mechanism and mode against its reference (fp64)")
     v.add_argument("--seed", type=int, default=0)
     _add_bench_parser(sub)
+    from lineage.train import add_train_parser
+
+    add_train_parser(sub)
     args = parser.parse_args(argv)
 
     if args.command == "verify":
@@ -21,6 +25,11 @@ def main(argv: list[str] | None = None) -> int:
         checks = run_verify(args.seed)
         print(format_checks(checks))
         return 0 if all(c.ok for c in checks) else 1
+
+    if args.command == "train":
+        from lineage.train import run_train_command
+
+        return run_train_command(args, parser, sys.argv[1:] if argv is None else argv)
 
     return _bench(args, parser)
 

@@ -1,0 +1,161 @@
+"""A small language model whose token mixer is any mechanism of the lineage, for training on recall tasks.
+
+    logits = head(ln_f(blocks(tok_emb(x) + pos_emb(t))))        blocks: N pre-norm blocks (GPT-2's, lineage.layers)
+
+Each block is ``x + mixer(ln_1(x))`` then ``x + mlp(ln_2(x))``; the mixer is the lineage's own layer, with the
+gates and β its paper computes from the data (:class:`lineage.layers.LinearMemoryMixer`), GPT-2's causal
+self-attention for "softmax", and for "hybrid" the Kimi Linear pattern: KDA layers with an MLA layer every
+``hybrid_every`` layers (Kimi Linear: every 4th; a 2-layer model gets KDA then MLA). The stack of blocks is
+:class:`lineage.hybrid.HybridStack`, built from a schedule of layer kinds, so there is one way to stack layers.
+
+Positions enter once, as GPT-2's learned position embedding, for every mixer alike: linear attention and GLA
+have no short convolution, and without any position signal their state is an unordered sum that cannot tell a
+key from the value after it.
+
+"identity" is a control, not a mechanism: its blocks mix nothing across tokens (the mixer returns its input), so
+nothing it predicts can depend on an earlier token; on a recall task it stays at chance. A test trains it beside
+softmax and DeltaNet to show that their accuracy comes from the memory.
+
+Training runs the chunked forms (the default ``mode="chunk"`` of every linear op); :func:`forms` switches a model
+to the step-by-step recurrence, which gives the same outputs, for comparison.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lineage import _checks as checks
+from lineage.hybrid import HybridConfig, periodic_schedule, seeded_stack
+from lineage.layers import LinearMemoryMixer
+from lineage.mechanisms import linear_mechanisms
+
+LINEAR_MIXERS = tuple(m.key for m in linear_mechanisms())  # the table of mechanisms' linear family, in its order
+MIXERS = ("softmax", *LINEAR_MIXERS, "hybrid")
+CONTROLS = ("identity",)
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    mixer: str = "deltanet"  # one of MIXERS, or "identity" (the no-memory control)
+    vocab_size: int = 64  # must cover the task's tokens
+    max_len: int = 64  # positions the learned position embedding covers (≥ the task's seq_len)
+    d_model: int = 64  # residual width; heads split it: head_dim = d_model / n_heads = K = V of each state
+    n_layers: int = 2  # blocks; MQAR needs two (one to pair each value with its key, one to recall)
+    n_heads: int = 2  # heads per mixer; a linear layer's state is n_heads × head_dim × head_dim numbers
+    hybrid_every: int = 2  # "hybrid": an MLA layer at every hybrid_every-th block, KDA elsewhere (Kimi Linear: 4)
+
+    def __post_init__(self):
+        if self.mixer not in MIXERS + CONTROLS:
+            raise ValueError(f"mixer must be one of {', '.join(map(repr, MIXERS + CONTROLS))}, got {self.mixer!r}")
+        for name in ("vocab_size", "max_len", "d_model", "n_layers", "n_heads", "hybrid_every"):
+            checks.positive_int(name, getattr(self, name))
+        if self.d_model % self.n_heads:
+            raise ValueError(f"n_heads must divide d_model, got d_model = {self.d_model}, n_heads = {self.n_heads}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def schedule(self) -> tuple[str, ...]:
+        """The layer kind of every block, bottom to top (kinds of :class:`lineage.hybrid.HybridStack`)."""
+        if self.mixer == "hybrid":
+            return periodic_schedule(self.n_layers, self.hybrid_every, base="kda", kind="mla")
+        kind = {"softmax": "mha", "identity": "linear_attention"}.get(self.mixer, self.mixer)
+        return (kind,) * self.n_layers
+
+    @property
+    def state_numbers(self) -> int:
+        """Numbers in one linear layer's recurrent state (H × K × V), the "state size" of the Zoology charts."""
+        return self.n_heads * self.head_dim * self.head_dim
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class NoMixing(nn.Module):
+    """The control mixer: returns its input, so no position sees any other."""
+
+    def forward(self, x: torch.Tensor, cache=None, use_cache: bool = False):
+        return x, None
+
+
+class LM(nn.Module):
+    """Token embedding + learned positions → :class:`HybridStack` of pre-norm blocks → output head.
+
+    The same (config, seed) gives the same weights every time, whatever else the process does.
+    """
+
+    def __init__(self, config: LMConfig, seed: int = 0):
+        super().__init__()
+        self.config = cfg = config
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_emb = nn.Embedding(cfg.max_len, cfg.d_model)
+        stack_cfg = HybridConfig(
+            schedule=cfg.schedule,
+            d_model=cfg.d_model,
+            n_heads=cfg.n_heads,
+            head_dim=cfg.head_dim,
+            kv_lora_rank=cfg.d_model // 2,  # MLA's cached latent, narrower than the model (Kimi Linear: 512 of 2304)
+        )
+        self.stack = seeded_stack(stack_cfg, seed).train()
+        if cfg.mixer == "identity":
+            for block in self.stack.blocks:
+                block.mixer = NoMixing()
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        gen = torch.Generator().manual_seed(int(seed) + 1)
+        for weight in (self.tok_emb.weight, self.pos_emb.weight, self.head.weight):
+            nn.init.normal_(weight, std=0.02, generator=gen)  # GPT-2's initialisation
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens [B, T] int64 → logits [B, T, vocab_size] (the next token's distribution at every position)."""
+        if tokens.dim() != 2 or tokens.is_floating_point():
+            raise ValueError(f"tokens must be an integer tensor [B, T], got {tuple(tokens.shape)} {tokens.dtype}")
+        length = tokens.shape[1]
+        if length > self.config.max_len:
+            raise ValueError(f"sequence length must be ≤ max_len = {self.config.max_len}, got {length}")
+        x = self.tok_emb(tokens) + self.pos_emb(torch.arange(length, device=tokens.device))  # (B, T, D)
+        y, _ = self.stack(x)
+        return self.head(y)  # (B, T, vocab)
+
+    def mixers(self) -> list[LinearMemoryMixer]:
+        """The linear-memory layers, bottom to top."""
+        return [b.mixer for b in self.stack.blocks if isinstance(b.mixer, LinearMemoryMixer)]
+
+
+def loss_and_accuracy(logits: torch.Tensor, targets: torch.Tensor, ignore: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-entropy over the scored positions, and the fraction of them whose most likely token is the target."""
+    scored = targets != ignore
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=ignore)
+    correct = (logits.argmax(-1) == targets) & scored
+    return loss, correct.sum() / scored.sum().clamp(min=1)
+
+
+@contextmanager
+def forms(model: nn.Module, mode: str) -> Iterator[nn.Module]:
+    """Run every linear-memory layer of ``model`` in ``mode`` ("chunk" or "recurrent") inside the block.
+
+    The layers' forward takes ``mode``; the blocks that call them do not pass it, so a pre-hook sets it.
+    """
+    if mode not in ("chunk", "recurrent"):
+        raise ValueError(f"mode must be 'chunk' or 'recurrent', got {mode!r}")
+
+    def set_mode(module, args, kwargs):
+        return args, {**kwargs, "mode": mode}
+
+    handles = [
+        m.register_forward_pre_hook(set_mode, with_kwargs=True)
+        for m in model.modules()
+        if isinstance(m, LinearMemoryMixer)
+    ]
+    try:
+        yield model
+    finally:
+        for h in handles:
+            h.remove()

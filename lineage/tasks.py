@@ -1,0 +1,216 @@
+"""Synthetic recall tasks for training tiny language models, generated in process and seeded (nothing downloaded).
+
+Every task yields a :class:`Batch`: token ids ``tokens [B, T]`` and ``targets [B, T]``, where ``targets[b, t]`` is
+the token the model must predict after reading ``tokens[b, : t + 1]`` at a *scored* position, and ``IGNORE``
+everywhere else. Accuracy is the fraction of scored positions whose most likely next token is the target.
+
+- **MQAR**, multi-query associative recall — Zoology (Arora et al. 2023, arXiv 2312.04927, section 3). Key–value
+  pairs ``k₁ v₁ k₂ v₂ …`` open the sequence (keys from the lower half of the vocabulary, values from the upper
+  half, each drawn without replacement); then every key is asked once more, at an even offset drawn from the
+  power law p(gap) ∝ gap^(a − 1) with Zoology's a = 0.01 (most queries close to the pairs, a few far away), and
+  the model must answer with that key's value. The other positions hold a filler token (0) — Zoology's
+  ``random_non_queries=False`` — so the only thing a model can use is recall. The DeltaNet (arXiv 2406.06484) and
+  Gated DeltaNet (arXiv 2412.06464) papers train on the same task.
+- **Palindrome** and **Stack** — two of the three synthetic tests of the Kimi Linear report (arXiv 2510.26692).
+  Its figure of them has three columns, (a) Palindrome, (b) MQAR, (c) Stack, each with accuracy against sequence
+  length (256–2048) and against training steps (5K–20K) for KDA, Gated DeltaNet and Mamba-2. We could not read the
+  report's own text defining the two tasks (only descriptions of that figure were reachable from here), so both
+  are implemented as the closest standard definitions, and are labelled so on the page:
+
+  * Palindrome (closest standard definition: reverse a sequence) — L random tokens, a separator, then the same
+    tokens in reverse order; every position from the separator on is scored. A model must hold all L tokens at
+    once and read them back in the opposite order to the one it stored them in.
+  * Stack (closest standard definition: track several last-in-first-out stacks) — a stream of operations on
+    ``n_stacks`` stacks, each two tokens long: ``PUSH_s x`` puts x on stack s, ``POP_s x`` takes the top value x
+    off stack s. The POP token is scored: the model must name the value on top of that stack, which depends on
+    every push and pop to it since.
+
+Vocabulary layout: 0 is the filler token; every task keeps its own special tokens below its data tokens, so a
+sequence's answers can be recovered from the sequence itself (see :func:`answers_by_lookup`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+from lineage import _checks as checks
+
+IGNORE = -100  # target of an unscored position (torch's cross-entropy ignore_index)
+TASKS = ("mqar", "palindrome", "stack")
+TASK_TITLES = {
+    "mqar": "MQAR (Zoology)",
+    "palindrome": "Palindrome (closest standard definition)",
+    "stack": "Stack (closest standard definition)",
+}
+ZOOLOGY_POWER_A = 0.01  # exponent of the query-gap power law in Zoology's MQAR generator
+PALINDROME_SEP = 1  # the separator between a palindrome's two halves
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """One synthetic task at one size. ``n_pairs`` is read by MQAR, ``n_stacks`` by Stack."""
+
+    task: str = "mqar"  # "mqar" | "palindrome" | "stack"
+    vocab_size: int = 64  # tokens, special ones included; more values make chance lower and recall harder
+    seq_len: int = 64  # T, tokens per sequence
+    n_pairs: int = 8  # MQAR: key–value pairs (needs 4·n_pairs ≤ T: the pairs, then one query slot each)
+    n_stacks: int = 4  # Stack: how many stacks the operations address
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"task must be one of {', '.join(map(repr, TASKS))}, got {self.task!r}")
+        checks.positive_int("vocab_size", self.vocab_size)
+        checks.positive_int("seq_len", self.seq_len)
+        if self.seq_len < 4 or self.seq_len % 2:
+            raise ValueError(f"seq_len must be even and at least 4, got {self.seq_len}")
+        if self.task == "mqar":
+            checks.positive_int("n_pairs", self.n_pairs)
+            if 4 * self.n_pairs > self.seq_len:
+                raise ValueError(
+                    f"MQAR needs seq_len ≥ 4·n_pairs (the pairs, then a query slot per pair): n_pairs = "
+                    f"{self.n_pairs} needs seq_len ≥ {4 * self.n_pairs}, got {self.seq_len}"
+                )
+            if self.n_pairs > self.vocab_size // 2 - 1:
+                raise ValueError(
+                    f"MQAR draws n_pairs distinct keys from 1 … vocab_size/2 − 1: n_pairs must be ≤ "
+                    f"{self.vocab_size // 2 - 1} for vocab_size = {self.vocab_size}, got {self.n_pairs}"
+                )
+        elif self.task == "palindrome":
+            if self.vocab_size < 4:
+                raise ValueError(
+                    f"palindrome needs vocab_size ≥ 4 (filler, separator, 2 data tokens), got {self.vocab_size}"
+                )
+        else:
+            checks.positive_int("n_stacks", self.n_stacks)
+            if self.vocab_size < 1 + 2 * self.n_stacks + 2:
+                raise ValueError(
+                    f"stack needs vocab_size ≥ 2·n_stacks + 3 (filler, PUSH and POP per stack, 2 values): "
+                    f"n_stacks = {self.n_stacks} needs ≥ {2 * self.n_stacks + 3}, got {self.vocab_size}"
+                )
+
+    @property
+    def chance(self) -> float:
+        """Accuracy of guessing uniformly among the tokens an answer can be."""
+        if self.task == "mqar":
+            return 1.0 / (self.vocab_size - self.vocab_size // 2)
+        if self.task == "palindrome":
+            return 1.0 / (self.vocab_size - 2)
+        return 1.0 / (self.vocab_size - 1 - 2 * self.n_stacks)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Batch:
+    tokens: torch.Tensor  # [B, T] int64 token ids
+    targets: torch.Tensor  # [B, T] int64: the answer at scored positions, IGNORE elsewhere
+
+    @property
+    def scored(self) -> torch.Tensor:
+        """[B, T] bool: the positions whose prediction is scored."""
+        return self.targets != IGNORE
+
+
+def make_batch(cfg: TaskConfig, batch_size: int, generator: torch.Generator | int) -> Batch:
+    """``batch_size`` sequences of ``cfg``'s task, drawn from ``generator`` (or a fresh one seeded with it)."""
+    checks.positive_int("batch_size", batch_size)
+    gen = generator if isinstance(generator, torch.Generator) else torch.Generator().manual_seed(int(generator))
+    return {"mqar": _mqar, "palindrome": _palindrome, "stack": _stack}[cfg.task](cfg, batch_size, gen)
+
+
+def _draw_distinct(B: int, n: int, low: int, high: int, gen: torch.Generator) -> torch.Tensor:
+    """[B, n] integers from [low, high), distinct within each row."""
+    return torch.rand(B, high - low, generator=gen).argsort(dim=1)[:, :n] + low
+
+
+def _mqar(cfg: TaskConfig, B: int, gen: torch.Generator) -> Batch:
+    T, N, Vh = cfg.seq_len, cfg.n_pairs, cfg.vocab_size // 2
+    keys = _draw_distinct(B, N, 1, Vh, gen)  # [B, N] from [1, V/2)
+    values = _draw_distinct(B, N, Vh, cfg.vocab_size, gen)  # [B, N] from [V/2, V)
+    tokens = torch.zeros(B, T, dtype=torch.long)
+    targets = torch.full((B, T), IGNORE, dtype=torch.long)
+    tokens[:, 0 : 2 * N : 2], tokens[:, 1 : 2 * N : 2] = keys, values
+    # Query slots are the even offsets after the pairs; slot s sits at position 2N + 2s. Zoology's power law
+    # p(s) ∝ (s + 1)^(a − 1) puts most queries right after the pairs and a few near the end.
+    slots = (T - 2 * N) // 2
+    p = (torch.arange(1, slots + 1, dtype=torch.float64) ** (ZOOLOGY_POWER_A - 1)).expand(B, slots)
+    gap = torch.multinomial(p, N, replacement=False, generator=gen)  # [B, N] distinct slots
+    pos = 2 * N + 2 * gap
+    tokens.scatter_(1, pos, keys)
+    targets.scatter_(1, pos, values)
+    return Batch(tokens, targets)
+
+
+def _palindrome(cfg: TaskConfig, B: int, gen: torch.Generator) -> Batch:
+    L = cfg.seq_len // 2
+    data = torch.randint(2, cfg.vocab_size, (B, L), generator=gen)
+    # tokens: a_1 … a_L SEP a_L … a_2; at the separator and after it the next token is the next reversed one
+    tokens = torch.cat([data, torch.full((B, 1), PALINDROME_SEP), data.flip(1)[:, : L - 1]], dim=1)
+    targets = torch.full((B, 2 * L), IGNORE, dtype=torch.long)
+    targets[:, L:] = data.flip(1)
+    return Batch(tokens, targets)
+
+
+def _stack(cfg: TaskConfig, B: int, gen: torch.Generator) -> Batch:
+    S, T = cfg.n_stacks, cfg.seq_len
+    first_value = 1 + 2 * S  # PUSH_s = 1 + s, POP_s = 1 + S + s, values from 1 + 2S
+    n_ops = T // 2
+    choose_push = torch.rand(B, n_ops, generator=gen) < 0.5
+    which = torch.randint(0, S, (B, n_ops), generator=gen)
+    pushed = torch.randint(first_value, cfg.vocab_size, (B, n_ops), generator=gen)
+    fallback = torch.rand(B, n_ops, S, generator=gen).argsort(dim=-1)  # a random order of stacks per step
+    tokens = torch.zeros(B, T, dtype=torch.long)
+    targets = torch.full((B, T), IGNORE, dtype=torch.long)
+    for b in range(B):  # the stacks themselves are plain Python lists: the generator draws above are vectorised
+        stacks: list[list[int]] = [[] for _ in range(S)]
+        for i in range(n_ops):
+            s = int(which[b, i])
+            if not choose_push[b, i] and not stacks[s]:  # pop from a non-empty stack instead, if there is one
+                s = next((int(o) for o in fallback[b, i] if stacks[int(o)]), s)
+            if choose_push[b, i] or not stacks[s]:
+                x = int(pushed[b, i])
+                stacks[s].append(x)
+                tokens[b, 2 * i], tokens[b, 2 * i + 1] = 1 + s, x
+            else:
+                x = stacks[s].pop()
+                tokens[b, 2 * i], tokens[b, 2 * i + 1] = 1 + S + s, x
+                targets[b, 2 * i] = x
+    return Batch(tokens, targets)
+
+
+def answers_by_lookup(cfg: TaskConfig, tokens: torch.Tensor) -> torch.Tensor:
+    """Every scored position's answer, recovered from the tokens alone (IGNORE elsewhere) — a check on the tasks:
+    the answers are determined by the context, so a model that reads the context can be right every time.
+
+    MQAR: the value that followed the queried key in the pairs; Palindrome: the token mirrored across the separator;
+    Stack: the top of the popped stack, replaying every earlier push and pop.
+    """
+    if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.is_floating_point():
+        raise ValueError(f"tokens must be an integer tensor [B, T], got {getattr(tokens, 'shape', type(tokens))}")
+    B, T = tokens.shape
+    out = torch.full((B, T), IGNORE, dtype=torch.long)
+    for b in range(B):
+        row = tokens[b].tolist()
+        if cfg.task == "mqar":
+            N = cfg.n_pairs
+            table = {row[2 * i]: row[2 * i + 1] for i in range(N)}
+            for t in range(2 * N, T):
+                if row[t] in table:
+                    out[b, t] = table[row[t]]
+        elif cfg.task == "palindrome":
+            sep = row.index(PALINDROME_SEP)  # data tokens are ≥ 2: the one separator
+            for t in range(sep, T):
+                out[b, t] = row[2 * sep - 1 - t]
+        else:
+            S = cfg.n_stacks
+            stacks: list[list[int]] = [[] for _ in range(S)]
+            for i in range(T // 2):
+                op, x = row[2 * i], row[2 * i + 1]
+                if 1 <= op <= S:
+                    stacks[op - 1].append(x)
+                elif op > S:
+                    out[b, 2 * i] = stacks[op - 1 - S].pop()
+    return out
