@@ -79,6 +79,7 @@ class Mechanism:
     Attributes:
         key: the one name used everywhere (pages, layers, footprints, plots, bench, lab).
         title, year, paper (citation with arXiv id), url.
+        label: the short name for legends and sentences (default: the title).
         rule: "additive" | "delta" for the linear-memory family; None for the softmax family.
         gate: "none" | "scalar" | "channel".
         layer: what its layer puts around the recurrence; None for the softmax family (their layers are
@@ -108,6 +109,7 @@ class Mechanism:
     op: Callable | None = None
     bare: Mapping[str, object] = field(default_factory=dict)
     layer_kind: str = ""
+    label: str = ""
 
     def __post_init__(self):
         if not self.key.isidentifier():
@@ -134,6 +136,7 @@ class Mechanism:
             raise ValueError(f"{self.key}: a mechanism has its own row exactly when its stage is its own key")
         object.__setattr__(self, "bare", MappingProxyType(dict(self.bare)))
         object.__setattr__(self, "layer_kind", self.layer_kind or self.key)
+        object.__setattr__(self, "label", self.label or self.title)
 
     @property
     def is_linear(self) -> bool:
@@ -189,6 +192,7 @@ _ENTRIES = (
         gate="none",
         colour="#CC79A7",
         stage="hybrid",
+        label="MLA",
     ),
     Mechanism(
         key="linear_attention",
@@ -311,6 +315,7 @@ _ENTRIES = (
             transition="Gated DeltaNet's single gate becomes a vector: one forgetting rate per channel.",
         ),
         op=kda,
+        label="KDA",
     ),
 )
 
@@ -343,18 +348,23 @@ def colours() -> dict[str, str]:
 
 
 @contextmanager
-def registered(extra: Mechanism) -> Iterator[Mechanism]:
-    """Add ``extra`` to the table for the duration of a ``with`` block (for tests of "one entry is enough").
+def registered(entry: Mechanism, *, replace: bool = False) -> Iterator[Mechanism]:
+    """Put ``entry`` in the table for the duration of a ``with`` block, then restore the table as it was.
 
-    A real mechanism is an entry of the table above; this only lets a test show that everything derived from the
-    table picks a new entry up without another change.
+    For tests: a new key shows that everything derived from the table picks a new mechanism up with no other change
+    (a real mechanism is an entry of the table above); ``replace=True`` swaps the entry of an existing key, e.g. a
+    mechanism with a wrong op, to show that a test catches it.
     """
-    if not isinstance(extra, Mechanism):
-        raise TypeError(f"extra must be a Mechanism, got {type(extra).__name__}")
-    if extra.key in _REGISTRY:
-        raise ValueError(f"a mechanism named {extra.key!r} is already in the table")
-    _REGISTRY[extra.key] = extra
+    if not isinstance(entry, Mechanism):
+        raise TypeError(f"entry must be a Mechanism, got {type(entry).__name__}")
+    if replace and entry.key not in _REGISTRY:
+        raise ValueError(f"replace=True needs a mechanism named {entry.key!r} in the table to replace")
+    if not replace and entry.key in _REGISTRY:
+        raise ValueError(f"a mechanism named {entry.key!r} is already in the table (pass replace=True to swap it)")
+    before = dict(_REGISTRY)
+    _REGISTRY[entry.key] = entry
     try:
-        yield extra
+        yield entry
     finally:
-        del _REGISTRY[extra.key]
+        _REGISTRY.clear()
+        _REGISTRY.update(before)

@@ -7,6 +7,8 @@ that never trusts its cache) and require the same helper to fail — so no check
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import time
 
@@ -15,7 +17,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lineage import lab
+from lineage import lab, mechanisms
 from lineage.deltanet import deltanet
 from lineage.kda import kda
 from lineage.linear_attention import linear_attention
@@ -43,8 +45,16 @@ def kda_with_mean_gate(q, k, v, g, beta, **kw):
     return kda(q, k, v, g.mean(dim=-1, keepdim=True).expand_as(g), beta, **kw)
 
 
-def mutate(monkeypatch, name: str, replacement) -> None:
-    monkeypatch.setattr(lab, name, replacement)
+@pytest.fixture
+def mutate():
+    """mutate(name, op): the mechanism ``name`` of the table runs ``op`` until the test ends."""
+    with contextlib.ExitStack() as stack:
+
+        def swap(name: str, op) -> None:
+            wrong = dataclasses.replace(mechanisms.mechanism(name), op=op)
+            stack.enter_context(mechanisms.registered(wrong, replace=True))
+
+        yield swap
 
 
 # ---- 1. overwrite ------------------------------------------------------------------------------------------------
@@ -109,18 +119,16 @@ def test_overwrite_summary_follows_the_outcome():
     assert "DeltaNet (0.25·v1 + 0.50·v2)" in half
 
 
-def test_mutation_additive_deltanet_fails_the_overwrite_check(monkeypatch):
-    mutate(monkeypatch, "deltanet", additive_instead_of_delta)
+def test_mutation_additive_deltanet_fails_the_overwrite_check(mutate):
+    mutate("deltanet", additive_instead_of_delta)
     r = lab.overwrite(ORTHO)
     with pytest.raises(AssertionError, match="deltanet should return v2"):
         check_delta_overwrites(r)
     assert lab.summary(r).startswith("Gated DeltaNet, KDA and Hybrid (KDA + softmax) recovered v2")
 
 
-def test_mutation_delta_linear_attention_fails_the_blend_check(monkeypatch):
-    mutate(
-        monkeypatch, "linear_attention", lambda q, k, v, **kw: deltanet(q, k, v, torch.ones_like(q[..., 0]), scale=1.0)
-    )
+def test_mutation_delta_linear_attention_fails_the_blend_check(mutate):
+    mutate("linear_attention", lambda q, k, v, **kw: deltanet(q, k, v, torch.ones_like(q[..., 0]), scale=1.0))
     with pytest.raises(AssertionError):
         check_additive_blends(lab.overwrite(ORTHO))
 
@@ -179,14 +187,14 @@ def test_capacity_gated_at_alpha_one_equals_the_ungated_parent():
     np.testing.assert_allclose(r.error["gated_deltanet"], r.error["deltanet"], atol=1e-12)
 
 
-def test_mutation_additive_deltanet_fails_the_capacity_check(monkeypatch):
-    mutate(monkeypatch, "deltanet", additive_instead_of_delta)
+def test_mutation_additive_deltanet_fails_the_capacity_check(mutate):
+    mutate("deltanet", additive_instead_of_delta)
     with pytest.raises(AssertionError, match="delta rule should keep"):
         check_write_rules_past_capacity(lab.capacity(ORTHO))
 
 
 def test_mutation_blurry_softmax_fails_the_flatness_check(monkeypatch):
-    mutate(monkeypatch, "SHARP_SCALE", 1.0)  # softmax at scale 1 averages instead of matching
+    monkeypatch.setattr(lab.common, "SHARP_SCALE", 1.0)  # softmax at scale 1 averages instead of matching
     with pytest.raises(AssertionError, match="softmax recall error"):
         check_softmax_flat(lab.capacity(ORTHO))
 
@@ -194,8 +202,11 @@ def test_mutation_blurry_softmax_fails_the_flatness_check(monkeypatch):
 # ---- 3. topic switch ---------------------------------------------------------------------------------------------
 
 
+GATED = tuple(m.key for m in mechanisms.linear_mechanisms() if m.gate != "none")  # mamba2, gla, gated_deltanet, kda
+
+
 def check_gates_forget_a(r: lab.TopicSwitchResult) -> None:
-    for m in ("mamba2", "gated_deltanet", "kda"):
+    for m in GATED:
         assert abs(r.a_kept[m]) < lab.FORGOTTEN, f"{m} should have forgotten topic A, kept {r.a_kept[m]:.3f}"
         assert r.b_error[m] == pytest.approx(r.b_error_alone[m], abs=1e-9)  # as if A had never been written
     assert r.a_kept["linear_attention"] > 0.9
@@ -205,7 +216,7 @@ def check_gates_forget_a(r: lab.TopicSwitchResult) -> None:
 def test_topic_switch_gates_forget_a():
     r = lab.topic_switch(ORTHO, lab.Gates(alpha_reset=0.0))
     check_gates_forget_a(r)
-    assert set(r.forgot_a) == {"mamba2", "gated_deltanet", "kda"}
+    assert set(r.forgot_a) == set(GATED)
     assert r.interfered == ("linear_attention",)
     assert r.a_kept["softmax"] == pytest.approx(1.0, abs=EXACT)
     # the delta rule overwrote A only along B's n_b = d_k / 2 directions: about half of A is left
@@ -214,7 +225,7 @@ def test_topic_switch_gates_forget_a():
 
 def test_topic_switch_sentence_flips_without_the_reset():
     with_reset = lab.summary(lab.topic_switch(ORTHO, lab.Gates(alpha_reset=0.0)))
-    assert with_reset.startswith("After the switch Mamba-2, Gated DeltaNet and KDA forgot topic A")
+    assert with_reset.startswith("After the switch Mamba-2, GLA, Gated DeltaNet and KDA forgot topic A")
     r = lab.topic_switch(ORTHO, lab.Gates(alpha_reset=1.0))
     assert r.forgot_a == ()
     assert lab.summary(r).startswith("No mechanism forgot topic A")
@@ -227,8 +238,8 @@ def test_topic_switch_random_keys_interfere_with_the_ungated():
     assert r.b_error["gated_deltanet"] == pytest.approx(r.b_error_alone["gated_deltanet"], abs=1e-9)
 
 
-def test_mutation_ungated_gdn_fails_the_forgetting_check(monkeypatch):
-    mutate(monkeypatch, "gated_deltanet", gdn_without_gate)
+def test_mutation_ungated_gdn_fails_the_forgetting_check(mutate):
+    mutate("gated_deltanet", gdn_without_gate)
     with pytest.raises(AssertionError, match="gated_deltanet should have forgotten"):
         check_gates_forget_a(lab.topic_switch(ORTHO, lab.Gates(alpha_reset=0.0)))
 
@@ -246,7 +257,7 @@ def check_kda_keeps_long_facts(r: lab.RetentionResult) -> None:
 def test_kda_gates_have_the_same_average_decay():
     for gates in (lab.RETENTION_GATES, lab.Gates(alpha=0.7, alpha_slow=0.95, slow_fraction=0.25)):
         for d_k in (2, 5, 16):
-            alphas = gates.kda_alpha(d_k)
+            alphas = gates.channel_alpha(d_k)
             assert np.log(alphas).mean() == pytest.approx(math.log(gates.alpha), abs=1e-12)
             assert 1 <= gates.n_slow(d_k) <= d_k - 1
             assert (alphas[: gates.n_slow(d_k)] == gates.alpha_slow).all()
@@ -268,8 +279,8 @@ def test_retention_kda_with_equal_channels_is_gdn():
     assert "KDA and Gated DeltaNet kept the long-lived facts equally well" in lab.summary(r)
 
 
-def test_mutation_kda_with_a_single_gate_fails_the_retention_check(monkeypatch):
-    mutate(monkeypatch, "kda", kda_with_mean_gate)
+def test_mutation_kda_with_a_single_gate_fails_the_retention_check(mutate):
+    mutate("kda", kda_with_mean_gate)
     with pytest.raises(AssertionError, match="slow channels should keep"):
         check_kda_keeps_long_facts(lab.retention(ORTHO))
 
@@ -299,7 +310,7 @@ def test_needle_below_capacity_kda_still_holds_it():
 
 
 def test_mutation_hybrid_that_never_trusts_its_cache_fails(monkeypatch):
-    mutate(monkeypatch, "HYBRID_CONFIDENCE", 1.1)  # no attention weight can reach it: always KDA's read
+    monkeypatch.setattr(lab.common, "HYBRID_CONFIDENCE", 1.1)  # no attention weight can reach it: always KDA's read
     r = lab.needle(ORTHO)
     with pytest.raises(AssertionError, match="hybrid should recover"):
         check_hybrid_recovers_the_needle(r)
@@ -322,7 +333,7 @@ def test_reads_after_every_write_match_a_hand_recurrence():
     k, v, c = keys[0].numpy(), values[0].numpy(), cues[0].numpy()
     alpha = np.full(T, 0.8)
     alpha[4] = gates.alpha_reset
-    a_kda = np.tile(gates.kda_alpha(K), (T, 1))
+    a_kda = np.tile(gates.channel_alpha(K), (T, 1))
     a_kda[4] = gates.alpha_reset
     S = {m: np.zeros((K, K)) for m in ("linear_attention", "deltanet", "mamba2", "gated_deltanet", "kda")}
     for t in range(T):
@@ -356,7 +367,7 @@ def test_elu1_linear_attention_returns_a_weighted_average():
 
 def test_chunk_and_recurrent_modes_agree(monkeypatch):
     chunk = lab.capacity(RANDOM, lab.Gates(alpha=0.9, beta=0.8), n_max=40)
-    mutate(monkeypatch, "MODE", "recurrent")
+    monkeypatch.setattr(lab.common, "MODE", "recurrent")
     rec = lab.capacity(RANDOM, lab.Gates(alpha=0.9, beta=0.8), n_max=40)
     for m in lab.DEFAULT_MECHANISMS:
         np.testing.assert_allclose(chunk.error[m], rec.error[m], atol=1e-10)

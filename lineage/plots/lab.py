@@ -11,28 +11,23 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from lineage import mechanisms
 from lineage.lab import (
-    MECHANISMS,
+    ELU1,
+    HYBRID,
     CapacityResult,
     NeedleResult,
     OverwriteResult,
     RetentionResult,
     TopicSwitchResult,
     label,
+    participants,
 )
 from lineage.plots.core import COLORSCALES, DIVERGING, axis_refs, cell_text, figure, house_layout, subplot_grid
 
-# Okabe & Ito (2008), the colour-blind-safe qualitative palette.
-MECHANISM_COLORS = {
-    "softmax": "#000000",
-    "linear_attention": "#E69F00",
-    "deltanet": "#56B4E9",
-    "mamba2": "#D55E00",
-    "gated_deltanet": "#009E73",
-    "kda": "#0072B2",
-    "hybrid": "#CC79A7",
-    "linear_attention_elu1": "#999933",
-}
+# Each mechanism's colour from the table of mechanisms; the lab's hybrid takes MLA's (the layer it adds to KDA), and
+# the ELU+1 variant of linear attention an olive of its own.
+MECHANISM_COLORS = {**mechanisms.colours(), HYBRID: mechanisms.mechanism("mla").colour, ELU1: "#999933"}
 WRITE_DASH = {"cache": "dash", "additive": "dot", "delta": "solid", "cache + delta": "dashdot"}
 ERROR_AXIS = "recall error ‖read − value‖"
 LINE_WIDTH_MIN = 2.0
@@ -42,7 +37,8 @@ LEGEND_BELOW = dict(orientation="h", x=0.0, y=-0.22, yanchor="top")
 
 def _width(m: str) -> float:
     """Lines drawn earlier are wider, so a line that coincides with a later one shows as a rim around it."""
-    return LINE_WIDTH_MIN + LINE_WIDTH_STEP * (len(MECHANISMS) - 1 - list(MECHANISMS).index(m))
+    order = list(participants())
+    return LINE_WIDTH_MIN + LINE_WIDTH_STEP * (len(order) - 1 - order.index(m))
 
 
 def _line(m: str, x, y, *, showlegend: bool = True, hover: str = "", panel: int | None = None) -> dict:
@@ -54,7 +50,7 @@ def _line(m: str, x, y, *, showlegend: bool = True, hover: str = "", panel: int 
         name=label(m),
         legendgroup=m,
         showlegend=showlegend,
-        line=dict(color=MECHANISM_COLORS[m], dash=WRITE_DASH[MECHANISMS[m].write], width=_width(m)),
+        line=dict(color=MECHANISM_COLORS[m], dash=WRITE_DASH[participants()[m].write], width=_width(m)),
         marker=dict(size=4),
         hovertemplate=f"{label(m)}<br>{hover}%{{x}}: %{{y:.3f}}<extra></extra>",
         **(axis_refs(panel) if panel is not None else {}),
