@@ -11,7 +11,7 @@ import torch
 from ui import links
 from ui.classroom import presenter_requested, presenter_toggle
 from ui.common import device_label, seed_control
-from ui.nav import PAGES, SECTIONS
+from ui.nav import DEFAULT_PAGE, DEFAULT_URL_PATH, HOME_ALIAS, NAV_EXPANDED, PAGES, SECTIONS
 
 ROOT = Path(__file__).parent
 
@@ -28,16 +28,21 @@ st.set_page_config(
 
 sections: dict[str, list] = {name: [] for name in SECTIONS}
 for entry in PAGES:
+    default = entry.url_path == DEFAULT_PAGE
     sections[entry.section].append(
         st.Page(
             str(ROOT / entry.file),
             title=entry.title,
             icon=entry.icon,
-            url_path=entry.url_path,
-            default=entry.url_path == "home",
+            url_path=DEFAULT_URL_PATH if default else entry.url_path,
+            default=default,
         )
     )
-page = st.navigation({name: pages for name, pages in sections.items() if pages})
+    if default:  # the same page, hidden, at /home (see ui.nav.HOME_ALIAS)
+        sections[entry.section].append(
+            st.Page(str(ROOT / entry.file), title=entry.title, url_path=HOME_ALIAS, visibility="hidden")
+        )
+page = st.navigation({name: pages for name, pages in sections.items() if pages}, expanded=NAV_EXPANDED)
 
 requested = links.link_values()  # before any widget takes them
 with st.sidebar:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import demo, plots
+from lineage import claims, demo, plots
 from lineage.deltanet import deltanet
 from lineage.recurrence import chunk_memory, recurrent_memory
+from lineage.story import make_story
 from ui.classroom import chart, step_control, tour_nav
-from ui.common import live_run_report, run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.story import checked_line, inputs_choice, show_claim, story_chart, top_slot
 
 COMPARE_BETAS = (0.1, 0.5, 1.0)  # the write strengths drawn beside the chosen one
 
 stage_header("deltanet")
+top = top_slot()
 st.markdown(
     """
 Linear attention writes blindly: the new pair is added on top of whatever the state already returns for that
@@ -29,13 +32,14 @@ sequential for training on long sequences. The second half of this page shows ho
 )
 show_code(deltanet, recurrent_memory)
 
+inputs = inputs_choice("deltanet")
 T, K, V = size_controls("deltanet")
 left, right = st.columns(2)
 beta = left.slider(
     "Write strength β",
     0.0,
     1.0,
-    0.5,
+    1.0,
     0.05,
     bind="query-params",
     key="deltanet_beta",
@@ -53,11 +57,24 @@ chunk_size = right.select_slider(
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def live(T: int, K: int, V: int, seed: int, beta: float, chunk_size: int) -> dict:
-    run = demo.run_stage("deltanet", T, K, V, seed, demo.GateRule(beta=beta), chunk_size=chunk_size)
+def live(T: int, K: int, V: int, seed: int, beta: float, chunk_size: int, inputs: str) -> dict:
+    if inputs == "story":
+        story = make_story(T, K, V)
+        run = claims.run_story("deltanet", story, claims.Knobs(beta=beta), chunk_size=chunk_size, repeats=3)
+        linear = claims.trace_story("linear_attention", story)
+        claim = claims.deltanet_claim(run, story, linear, beta)
+    else:
+        story, claim = None, None
+        run = demo.run_stage("deltanet", T, K, V, seed, demo.GateRule(beta=beta), chunk_size=chunk_size)
     before, after = demo.write_gaps(run)
     return dict(
-        run=run, by_age=demo.recall(run).by_age, gap_before=before, gap_after=after, mixing=demo.mixing_matrix(run)
+        run=run,
+        story=story,
+        claim=claim,
+        by_age=demo.recall(run).by_age,
+        gap_before=before,
+        gap_after=after,
+        mixing=demo.mixing_matrix(run),
     )
 
 
@@ -79,7 +96,7 @@ def timing(T: int, D: int, seed: int) -> demo.ChunkSweep:
     return demo.chunk_size_sweep(T, D, seed)
 
 
-out = run_or_stop(live, T, K, V, seed(), beta, chunk_size)
+out = run_or_stop(live, T, K, V, seed(), beta, chunk_size, inputs)
 run = out["run"]
 yours = f"DeltaNet, β = {beta:g}"
 by_age = {f"{yours} (yours)": out["by_age"]}  # a compared β equal to yours is drawn once, as yours
@@ -90,9 +107,15 @@ st.markdown(
     "The recurrence runs step by step and records, at every step, what the memory returned for k_t, the "
     "correction it wrote and the state after it. Keys are unit vectors, as DeltaNet's layer makes them."
 )
-live_run_report(run)
-
 step = step_control("deltanet", T)
+with top:
+    if out["story"] is not None:
+        show_claim(out["claim"])
+        story_chart("deltanet", run, out["story"], start=step)
+    else:
+        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
+    checked_line(run)
+
 st.markdown(
     f"**Step {step}** — before the write, the memory's answer at k_{step} was "
     f"{out['gap_before'][step]:.3f} away from v_{step} (‖v − Sᵀk‖). The write closed a fraction β = {beta:g} of "

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import demo, plots
+from lineage import claims, demo, plots
 from lineage.gated_deltanet import gated_deltanet
 from lineage.recurrence import recurrent_memory
+from lineage.story import make_story
 from ui.classroom import chart, step_control, tour_nav
-from ui.common import live_run_report, run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("gated_deltanet")
+top = top_slot()
 st.markdown(
     """
 By now each half of the job has a mechanism. DeltaNet edits: it reads what the state returns for the incoming key
@@ -25,7 +28,10 @@ In between, something written at step x and read t steps later has been multipli
 )
 show_code(gated_deltanet, recurrent_memory)
 
+inputs = inputs_choice("gated_deltanet")
 T, K, V = size_controls("gated_deltanet")
+if inputs == "story":
+    keep, switch = gate_controls("gated_deltanet")
 a, b, c = st.columns(3)
 alpha = a.slider(
     "Gate α (typical value)",
@@ -47,7 +53,7 @@ jitter = b.slider(
     key="gated_deltanet_jitter",
     help="Spread of logit(α_t) over the steps. At exactly α = 0 or α = 1 it has no effect.",
 )
-beta = c.slider("Write strength β", 0.0, 1.0, 0.5, 0.05, bind="query-params", key="gated_deltanet_beta")
+beta = c.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="gated_deltanet_beta")
 random_beta = c.checkbox("β varies from token to token", bind="query-params", key="gated_deltanet_random_beta")
 
 
@@ -64,14 +70,40 @@ def ungated(T: int, K: int, V: int, seed: int, beta: float | None) -> dict:
     return dict(deltanet_states=demo.run_stage("deltanet", T, K, V, seed, demo.GateRule(beta=beta), repeats=1).states)
 
 
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) -> dict:
+    story = make_story(T, K, V)
+    knobs = claims.Knobs(beta=beta, alpha_keep=keep, alpha_switch=switch)
+    run = claims.run_story("gated_deltanet", story, knobs, repeats=3)
+    deltanet = claims.run_story("deltanet", story, knobs)
+    return dict(
+        run=run,
+        story=story,
+        claim=claims.forget_claim("gated_deltanet", run, story, deltanet),
+        retention=demo.retention(run.g)[:, :, 0],
+        deltanet_states=deltanet.states,
+    )
+
+
 beta_rule = None if random_beta else beta
-out = run_or_stop(live, T, K, V, seed(), alpha, jitter, beta_rule) | run_or_stop(ungated, T, K, V, seed(), beta_rule)
+if inputs == "story":
+    out = run_or_stop(on_story, T, K, V, keep, switch, beta)
+else:
+    out = run_or_stop(live, T, K, V, seed(), alpha, jitter, beta_rule) | run_or_stop(
+        ungated, T, K, V, seed(), beta_rule
+    )
 run, retention = out["run"], out["retention"]
 gate = run.trace.decay[0, 0][:, 0]  # α_t, one per step
 
 st.subheader("The live run")
-live_run_report(run)
 step = step_control("gated_deltanet", T)
+with top:
+    if inputs == "story":
+        show_claim(out["claim"])
+        story_chart("gated_deltanet", run, out["story"], start=step)
+    else:
+        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
+    checked_line(run)
 st.markdown(
     f"**Step {step}.** α = {gate[step]:.3f} scales the state, then token {step} writes with β = "
     f"{run.beta[step]:.2f}. The gates so far leave {retention[0, step]:.3g} of what token 0 wrote."

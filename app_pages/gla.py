@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import demo, plots
+from lineage import claims, demo, plots
 from lineage.gla import gla
 from lineage.recurrence import recurrent_memory
+from lineage.story import make_story
 from ui.classroom import chart, step_control, tour_nav
-from ui.common import live_run_report, run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("gla")
+top = top_slot()
 st.markdown(
     """
 Mamba-2's gate fades the whole state at one rate. Gated Linear Attention gives every key channel — every row of
@@ -23,7 +26,10 @@ the delta rule. Here the channels' gates are spread evenly from the slowest α (
 )
 show_code(gla, recurrent_memory)
 
+inputs = inputs_choice("gla")
 T, K, V = size_controls("gla")
+if inputs == "story":
+    keep, switch = gate_controls("gla", per_channel=True)
 a, b, c = st.columns(3)
 alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, bind="query-params", key="gla_alpha")
 alpha_min = b.slider(
@@ -46,12 +52,33 @@ def live(T: int, K: int, V: int, seed: int, alpha: float, alpha_min: float, jitt
     return demo.run_stage("gla", T, K, V, seed, demo.GateRule(alpha=alpha, alpha_min=alpha_min, alpha_jitter=jitter))
 
 
-run = run_or_stop(live, T, K, V, seed(), alpha, alpha_min, jitter)
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def on_story(T: int, K: int, V: int, keep: float, switch: float) -> dict:
+    """GLA on the story, beside Mamba-2 with the same gate values in one scalar per head."""
+    story = make_story(T, K, V)
+    knobs = claims.Knobs(alpha_keep=keep, alpha_switch=switch)
+    run = claims.run_story("gla", story, knobs, repeats=3)
+    return dict(
+        run=run, story=story, claim=claims.channel_claim("gla", run, story, claims.trace_story("mamba2", story, knobs))
+    )
+
+
+if inputs == "story":
+    out = run_or_stop(on_story, T, K, V, keep, switch)
+    run = out["run"]
+else:
+    run = run_or_stop(live, T, K, V, seed(), alpha, alpha_min, jitter)
 gates = run.trace.decay[0, 0]  # [T, K]: α_t of every key channel
 
 st.subheader("The live run")
-live_run_report(run)
 step = step_control("gla", T)
+with top:
+    if inputs == "story":
+        show_claim(out["claim"])
+        story_chart("gla", run, out["story"], start=step)
+    else:
+        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
+    checked_line(run)
 st.markdown(
     f"**Step {step}.** Row 0 of the state is scaled by α = {gates[step, 0]:.3f} and row {K - 1} by "
     f"α = {gates[step, K - 1]:.3f} before token {step} writes."

@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from lineage import memory, plots, stages
-from ui.classroom import chart
+from ui.classroom import chart, start_tour
 from ui.common import markdown_table
 from ui.nav import PAGES
 
@@ -20,6 +20,8 @@ below fixed one problem of the stage before and paid for it with a new one. Ever
 mechanism live, on this machine, and animates it token by token.
 """
 )
+if st.button("Start the tour: GPT-2 →", type="primary", key="home_start", shortcut="Shift+N", help="Shift+N"):
+    start_tour()
 
 st.subheader("Memory against context length, every stage")
 compare = stages.COMPARE_LAYER

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
-from lineage import demo, plots
+from lineage import claims, demo, plots
 from lineage.kda import kda
 from lineage.recurrence import recurrent_memory
+from lineage.story import make_story
 from ui.classroom import chart, step_control, tour_nav
-from ui.common import live_run_report, run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("kda")
+top = top_slot()
 st.markdown(
     """
 Gated DeltaNet forgets and edits, but with one gate for the whole head: every row of the state fades at the same
@@ -25,7 +29,10 @@ spent evenly instead of unevenly.
 )
 show_code(kda, recurrent_memory)
 
+inputs = inputs_choice("kda")
 T, K, V = size_controls("kda")
+if inputs == "story":
+    keep, switch = gate_controls("kda", per_channel=True)
 a, b, c, d = st.columns(4)
 alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, bind="query-params", key="kda_alpha")
 alpha_min = b.slider(
@@ -48,7 +55,7 @@ jitter = c.slider(
     key="kda_jitter",
     help="Spread of logit(α) over steps and channels: a stand-in for gates computed from each token.",
 )
-beta = d.slider("Write strength β", 0.0, 1.0, 0.5, 0.05, bind="query-params", key="kda_beta")
+beta = d.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="kda_beta")
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -66,13 +73,41 @@ def live(T: int, K: int, V: int, seed: int, alpha: float, alpha_min: float, jitt
     )
 
 
-out = run_or_stop(live, T, K, V, seed(), alpha, alpha_min, jitter, beta)
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) -> dict:
+    """KDA on the story, beside Gated DeltaNet with the same gate values in one scalar (the switch closes it for the
+    whole head, the long-lived fact's channel included)."""
+    story = make_story(T, K, V)
+    knobs = claims.Knobs(beta=beta, alpha_keep=keep, alpha_switch=switch)
+    run = claims.run_story("kda", story, knobs, repeats=3)
+    gdn = claims.run_story("gated_deltanet", story, knobs)
+    return dict(
+        run=run,
+        story=story,
+        claim=claims.channel_claim("kda", run, story, gdn),
+        gdn_states=gdn.states,
+        scalar_alpha=float(np.exp(gdn.g[story.switch_step, 0])),
+        retention=demo.retention(run.g)[0],
+        gdn_retention=demo.retention(gdn.g)[0],
+    )
+
+
+if inputs == "story":
+    out = run_or_stop(on_story, T, K, V, keep, switch, beta)
+else:
+    out = run_or_stop(live, T, K, V, seed(), alpha, alpha_min, jitter, beta)
 run, retention = out["run"], out["retention"]
 gates = run.trace.decay[0, 0]  # [T, K]: α_t of every key channel
 
 st.subheader("The live run")
-live_run_report(run)
 step = step_control("kda", T)
+with top:
+    if inputs == "story":
+        show_claim(out["claim"])
+        story_chart("kda", run, out["story"], start=step)
+    else:
+        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
+    checked_line(run)
 st.markdown(
     f"**Step {step}.** Row 0 of the KDA state is scaled by α = {gates[step, 0]:.3f}, row {K - 1} by "
     f"α = {gates[step, K - 1]:.3f}; Gated DeltaNet scales every row by {out['scalar_alpha']:.3f}. Of what token 0 "

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import demo, plots
+from lineage import claims, demo, plots
 from lineage.linear_attention import FEATURE_MAPS, linear_attention
 from lineage.recurrence import parallel_memory, recurrent_memory
+from lineage.story import make_story
 from ui.classroom import chart, step_control, tour_nav
-from ui.common import live_run_report, run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.story import checked_line, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("linear_attention")
+top = top_slot()
 st.markdown(
     """
 A KV cache keeps every key and value because softmax needs them all: exp(q·k) has to be evaluated for each stored
@@ -28,6 +31,7 @@ blurring each other's values as the text goes on.
 )
 show_code(linear_attention, recurrent_memory, parallel_memory)
 
+inputs = inputs_choice("linear_attention")
 T, K, V = size_controls("linear_attention")
 feature_map = st.radio(
     "Feature map φ",
@@ -41,12 +45,18 @@ feature_map = st.radio(
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def live(T: int, K: int, V: int, seed: int, feature_map: str) -> dict:
-    run = demo.run_stage("linear_attention", T, K, V, seed, feature_map=feature_map)
-    return dict(run=run, recall=demo.recall(run), mixing=demo.mixing_matrix(run))
+def live(T: int, K: int, V: int, seed: int, feature_map: str, inputs: str) -> dict:
+    if inputs == "story":
+        story = make_story(T, K, V)
+        run = claims.run_story("linear_attention", story, claims.Knobs(feature_map=feature_map), repeats=3)
+        claim = claims.linear_claim(run, story, claims.trace_story("deltanet", story))
+    else:
+        story, claim = None, None
+        run = demo.run_stage("linear_attention", T, K, V, seed, feature_map=feature_map)
+    return dict(run=run, story=story, claim=claim, recall=demo.recall(run), mixing=demo.mixing_matrix(run))
 
 
-out = run_or_stop(live, T, K, V, seed(), feature_map)
+out = run_or_stop(live, T, K, V, seed(), feature_map, inputs)
 run, recall = out["run"], out["recall"]
 
 st.subheader("The live run")
@@ -55,9 +65,15 @@ st.markdown(
     f"are compared with it. The state is {K} × {V + 1} = **{run.states[0].size} numbers** at every step; a KV cache "
     f"of the same {T} tokens would hold {T * (K + V)}, and keep growing."
 )
-live_run_report(run)
-
 step = step_control("linear_attention", T)
+with top:
+    if out["story"] is not None:
+        show_claim(out["claim"])
+        story_chart("linear_attention", run, out["story"], start=step, value_labels=out["story"].column_labels + ["z"])
+    else:
+        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
+    checked_line(run)
+
 st.markdown(
     f"**Step {step}** — φ(k_{step}) v_{step}ᵀ is added to the state. Its size is now ‖S‖ = "
     f"{recall.state_norm[step]:.2f}; reading back the {step + 1} keys stored so far misses their values by "

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import demo, plots
+from lineage import claims, demo, plots
 from lineage.mamba2 import mamba2
 from lineage.recurrence import parallel_memory, recurrent_memory
+from lineage.story import make_story
 from ui.classroom import chart, step_control, tour_nav
-from ui.common import live_run_report, run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("mamba2")
+top = top_slot()
 st.markdown(
     """
 Linear attention and DeltaNet keep everything they are given. DeltaNet can rewrite the value stored under one key,
@@ -26,7 +29,10 @@ masked attention and run as a recurrence with a fixed-size state. Dao and Gu cal
 )
 show_code(mamba2, recurrent_memory, parallel_memory)
 
+inputs = inputs_choice("mamba2")
 T, K, V = size_controls("mamba2")
+if inputs == "story":
+    keep, switch = gate_controls("mamba2")
 left, right = st.columns(2)
 alpha = left.slider(
     "Gate α (typical value)",
@@ -69,13 +75,41 @@ def gate_off(T: int, K: int, V: int, seed: int) -> dict:
     return dict(states_off=off.states, norms_off=demo.state_norms(off.states))
 
 
-out = run_or_stop(live, T, K, V, seed(), alpha, jitter) | run_or_stop(gate_off, T, K, V, seed())
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def on_story(T: int, K: int, V: int, keep: float, switch: float) -> dict:
+    """Mamba-2 on the story, beside the same writes with the gate open (α = 1: linear attention's additive state
+    without a feature map)."""
+    story = make_story(T, K, V)
+    run = claims.run_story("mamba2", story, claims.Knobs(alpha_keep=keep, alpha_switch=switch), repeats=3)
+    off = claims.run_story("mamba2", story, claims.Knobs(alpha_keep=1.0, alpha_switch=1.0))
+    return dict(
+        run=run,
+        story=story,
+        claim=claims.forget_claim("mamba2", run, story, off),
+        norms=demo.state_norms(run.states),
+        mask=demo.decay_mask(run.g)[:, :, 0],
+        attention=demo.mixing_matrix(run),
+        states_off=off.states,
+        norms_off=demo.state_norms(off.states),
+    )
+
+
+if inputs == "story":
+    out = run_or_stop(on_story, T, K, V, keep, switch)
+else:
+    out = run_or_stop(live, T, K, V, seed(), alpha, jitter) | run_or_stop(gate_off, T, K, V, seed())
 run, mask = out["run"], out["mask"]
 gate = run.trace.decay[0, 0][:, 0]  # α_t, the same for every channel
 
 st.subheader("The live run")
-live_run_report(run)
 step = step_control("mamba2", T)
+with top:
+    if inputs == "story":
+        show_claim(out["claim"])
+        story_chart("mamba2", run, out["story"], start=step)
+    else:
+        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
+    checked_line(run)
 st.markdown(
     f"**Step {step}.** The gate is α = {gate[step]:.3f}: the state is scaled by it, then token {step} writes. "
     f"The state's size ‖S‖ is {out['norms'][step]:.2f} with the gate and {out['norms_off'][step]:.2f} without it. "

@@ -290,7 +290,7 @@ def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> St
     """Mamba-2 and Gated DeltaNet: the gate at the switch clears topic A (and, being one number, everything else)."""
     before, after = topic_a_held(run, story, after_switch=False), topic_a_held(run, story)
     kept = topic_a_held(ungated_run, story)
-    holds = before >= 1 - HELD_TOL - 0.5 * (stage_key == "mamba2") and after <= HELD_TOL
+    holds = after <= HELD_TOL and before - after >= 0.5  # held before the switch, gone after it
     name = stage(stage_key).title
     if holds:
         verdict = (
@@ -308,7 +308,7 @@ def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> St
         verdict += f" Its writes still only add: {OVERWRITE.key}'s answer is {_mix(answer, story)}."
     else:
         verdict += f" The delta rule still edits: {OVERWRITE.key}'s answer has error {overwrite_error(run, story):.3f}."
-    prev = "DeltaNet" if stage_key == "gated_deltanet" else "linear attention"
+    prev = "DeltaNet" if stage_key == "gated_deltanet" else "the same writes with the gate open (α = 1)"
     return StageClaim(
         stage_key,
         f"{name} can forget: one gate per head decays the whole memory, so a topic switch clears what came before.",
@@ -690,3 +690,22 @@ def _stage_table_rows() -> list[LedgerRow]:
             f"{KIMI_PAPER} (abstract)",
         ),
     ]
+
+
+def step_sentences(run: Run, story: Story) -> list[str]:
+    """One sentence per step for the story chart: the token, what the gate did, and how much of each query's answer
+    the memory holds after it (all read from the run)."""
+    curves = held_over_time(run, story)
+    g = getattr(run, "g", None)
+    out = []
+    for t, fact in enumerate(story.facts):
+        s = f"<b>Step {t}</b>: {fact.label}"
+        if g is not None and np.any(g[t] < 0):
+            lo, hi = np.exp(g[t]).min(), np.exp(g[t]).max()
+            kept = f"α = {lo:.2f}" if hi - lo < 1e-6 else f"α from {lo:.2f} to {hi:.2f}"
+            s += f" — the gate keeps {kept}"
+        shown = [f"{name.split(' →')[0]} {c[t]:.0%}" for name, c in curves.items() if np.isfinite(c[t])]
+        if shown:
+            s += "<br>answers held: " + ", ".join(shown)
+        out.append(s)
+    return out

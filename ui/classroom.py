@@ -10,8 +10,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from lineage import stages
-from ui.nav import PAGES, PageEntry
+from ui.nav import DEFAULT_PAGE, PageEntry, neighbours, transition
 
 PRESENT_KEY = "present"
 # Each at least Streamlit's own size (h1 44 px, h2 36 px, body 16 px): presenter mode never shrinks anything.
@@ -157,25 +156,26 @@ def _switch_to(entry: PageEntry) -> None:
     st.switch_page(entry.file, query_params={PRESENT_KEY: "1"} if presenter_mode() else {})
 
 
-def tour_nav(stage_key: str) -> None:
-    """Previous / next stage in lineage order, with the transition line, as links and keyboard shortcuts."""
-    order = [p for p in PAGES if p.section == "The lineage"]
-    idx = next((i for i, p in enumerate(order) if p.stage == stage_key), None)
-    if idx is None:
+def start_tour() -> None:
+    """Open the first stop of the tour after Home (the home page's Start button)."""
+    _switch_to(neighbours(DEFAULT_PAGE)[1])
+
+
+def tour_nav(url_path: str) -> None:
+    """Previous / next stop of the tour (ui.nav.tour: the stages, the claims ledger, the labs), with the transition
+    line, as buttons with keyboard shortcuts."""
+    prev, nxt = neighbours(url_path)
+    if prev is None and nxt is None:
         return
     st.divider()
     prev_col, next_col = st.columns(2)
-    if idx > 0:
-        prev = order[idx - 1]
-        if prev_col.button(
-            f"← Previous: {prev.title}", key="tour_prev", shortcut="Shift+P", help="Previous stage (Shift+P)"
-        ):
-            _switch_to(prev)
-    if idx + 1 < len(order):
-        nxt = order[idx + 1]
-        if nxt.stage:
-            next_col.markdown(f"*{stages.stage(nxt.stage).transition}*")
+    if prev is not None and prev_col.button(
+        f"← Previous: {prev.title}", key="tour_prev", shortcut="Shift+P", help="Previous stop (Shift+P)"
+    ):
+        _switch_to(prev)
+    if nxt is not None:
+        next_col.markdown(f"*{transition(nxt)}*")
         if next_col.button(
-            f"Next: {nxt.title} →", key="tour_next", type="primary", shortcut="Shift+N", help="Next stage (Shift+N)"
+            f"Next: {nxt.title} →", key="tour_next", type="primary", shortcut="Shift+N", help="Next stop (Shift+N)"
         ):
             _switch_to(nxt)

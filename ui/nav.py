@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lineage import stages
+
 
 @dataclass(frozen=True)
 class PageEntry:
@@ -50,9 +52,44 @@ PAGES: tuple[PageEntry, ...] = (
     PageEntry(
         "The lineage", "app_pages/hybrid.py", "Hybrid (Kimi Linear / K3)", ":material/counter_9:", "hybrid", "hybrid"
     ),
+    PageEntry("The lineage", "app_pages/ledger.py", "Claims ledger", ":material/fact_check:", "ledger"),
     PageEntry("Tools", "app_pages/memory_cost.py", "Memory & cost", ":material/memory:", "memory_cost"),
     PageEntry("Tools", "app_pages/live_benchmark.py", "Live benchmark", ":material/speed:", "live_benchmark"),
     PageEntry("Labs", "app_pages/memory_lab.py", "Memory lab", ":material/science:", "memory_lab"),
 )
 
 SECTIONS = ("The lineage", "Labs", "Tools")
+DEFAULT_PAGE = "home"
+# The default page is served at "/", so its own url_path never matches a link; a hidden page runs the same script at
+# /home, so a deep link to it opens the home page instead of Streamlit's "Page not found" dialog.
+HOME_ALIAS = "home"
+DEFAULT_URL_PATH = "lineage"  # the default page's (unused) url_path, freeing "home" for the alias
+NAV_EXPANDED = True  # every page of every section listed: no "View more" to find the labs and tools behind
+
+# One transition line into each tour stop that is not a stage (a stage's line is in lineage.stages).
+_TRANSITIONS = {
+    "ledger": "The story is told: now hold the article's numbers against the app's own.",
+    "memory_lab": "Put the mechanisms side by side on your own experiments.",
+}
+
+
+def tour() -> tuple[PageEntry, ...]:
+    """The guided tour: Home, the stages in lineage order, the claims ledger, then the labs."""
+    lineage = [p for p in PAGES if p.section == "The lineage"]
+    return (*lineage, *(p for p in PAGES if p.section == "Labs"))
+
+
+def neighbours(url_path: str) -> tuple[PageEntry | None, PageEntry | None]:
+    """The tour stops before and after the page at ``url_path`` (None at either end, or off the tour)."""
+    stops = tour()
+    idx = next((i for i, p in enumerate(stops) if p.url_path == url_path), None)
+    if idx is None:
+        return None, None
+    return (stops[idx - 1] if idx > 0 else None), (stops[idx + 1] if idx + 1 < len(stops) else None)
+
+
+def transition(entry: PageEntry) -> str:
+    """The one line that leads into ``entry`` on the tour ("" if it has none)."""
+    if entry.stage:
+        return stages.stage(entry.stage).transition
+    return _TRANSITIONS.get(entry.url_path, "")

@@ -278,3 +278,62 @@ def attention_story(
     layout["margin"].update(t=130 if title else 100, b=190)
     layout["legend"] = dict(orientation="h", x=0.55, y=-0.55, xanchor="left", yanchor="top")
     return figure(data, layout, frames)
+
+
+def decode_ratio_curves(
+    batches: np.ndarray,
+    ratios: Mapping[str, np.ndarray],
+    *,
+    paper: float,
+    ceiling: float,
+    title: str = "",
+    height: int = 420,
+) -> go.Figure:
+    """The bandwidth model's decode-time ratio (all-MLA over the hybrid) against batch size, one line per context,
+    beside the paper's figure and the cache-only ceiling.
+
+    Args:
+        batches: [n] batch sizes (log x axis). ratios: context label -> [n] ratio at each batch.
+        paper: the paper's stated ratio (a horizontal reference line). ceiling: the ratio of cache bytes alone.
+    """
+    batches = np.asarray(batches, dtype=np.float64)
+    if batches.ndim != 1 or batches.size == 0 or np.any(batches <= 0):
+        raise ValueError(f"batches must be a non-empty 1-D array of positive sizes, got {batches!r}")
+    data = []
+    for i, (name, r) in enumerate(ratios.items()):
+        if np.shape(r) != batches.shape:
+            raise ValueError(f"ratios[{name!r}] must match batches ({batches.shape}), got {np.shape(r)}")
+        data.append(
+            dict(
+                type="scatter",
+                mode="lines+markers",
+                x=batches.tolist(),
+                y=np.asarray(r, dtype=np.float64).tolist(),
+                name=name,
+                line=dict(color=QUERY_COLOURS[i % len(QUERY_COLOURS)], width=3),
+                hovertemplate=f"{name}<br>batch %{{x}}: %{{y:.2f}}×<extra></extra>",
+            )
+        )
+    for y, text, dash in (
+        (paper, f"paper: {paper:g}× (measured)", "dash"),
+        (ceiling, f"cache bytes alone: {ceiling:.2f}×", "dot"),
+    ):
+        data.append(
+            dict(
+                type="scatter",
+                mode="lines",
+                x=[batches.min(), batches.max()],
+                y=[y, y],
+                name=text,
+                line=dict(color=NEUTRAL, width=2, dash=dash),
+                hoverinfo="skip",
+            )
+        )
+    layout = dict(
+        xaxis=dict(type="log", title=dict(text="sequences decoded together (batch)")),
+        yaxis=dict(title=dict(text="decode time, all-MLA ÷ hybrid"), rangemode="tozero"),
+        legend=dict(orientation="h", x=0.0, y=-0.25, xanchor="left", yanchor="top"),
+    )
+    layout |= house_layout(title=title, height=height)
+    layout["margin"]["b"] = 140
+    return figure(data, layout)
