@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from lineage import memory, plots, stages
+from lineage import footprints, plots, stages
 from ui.classroom import chart, start_tour
 from ui.common import markdown_table
 from ui.nav import PAGES
@@ -26,25 +26,49 @@ if st.button("Start the tour: GPT-2 →", type="primary", key="home_start", shor
 st.subheader("Memory against context length, every stage")
 compare = stages.COMPARE_LAYER
 seq_lens = np.array([2**i for i in range(21)])  # 1 token to 1,048,576 (Kimi Linear's context)
-# Stages whose layers hold exactly the same bytes share one line (GPT-2 and the KV cache keep the same keys and
-# values; the delta/gated stages the same state and convolution), so no line hides another.
-series: dict[tuple, list[str]] = {}
-for s in stages.STAGES:
-    series.setdefault(tuple(stages.memory_per_layer(s.key, seq_lens)), []).append(s.title)
+per_stage = {s.key: stages.memory_per_layer(s.key, seq_lens) for s in stages.all_stages()}
+# The hybrid's saving is measured against the same layer with MLA everywhere (the article's "−75%"), not against GPT-2:
+# its MLA layers also cache less per token than GPT-2's heads.
+all_mla = footprints.custom_spec(
+    n_layers=1,
+    n_heads=compare["n_heads"],
+    n_kv_heads=compare["n_heads"],
+    head_dim=compare["head_dim"],
+    layer_kinds=("mla",),
+    dtype="bf16",
+    name="all-MLA",
+)
+mla_bytes = np.asarray(footprints.kv_cache_curve(all_mla, seq_lens, "bf16").total_bytes, dtype=np.float64)
+hybrid_cut = 1 - per_stage["hybrid"][-1] / mla_bytes[-1]
+n_kda = stages.HYBRID_EVERY - 1
+kimi = footprints.MODELS["kimi-linear-48b"]
+kimi_cut = footprints.reduction_vs_all_mla(kimi, int(seq_lens[-1]), "bf16")
 chart(
-    plots.cache_vs_length(
+    plots.memory_by_stage(
         seq_lens,
-        {" · ".join(titles): np.array(curve) for curve, titles in series.items()},
+        per_stage,
+        notes={"hybrid": f"{n_kda} KDA : 1 MLA layers; −{hybrid_cut:.0%} vs all-MLA at 1M"},
+        baseline=("All-MLA, same width", "what the article's −75% compares to", mla_bytes),
         title="Bytes one layer holds while decoding (log-log)",
     ),
     key="home_memory",
-    alt="Bytes held per layer against context length: growing lines for the softmax stages, flat for the others.",
+    alt="Bytes held per layer against context length, labelled at the line ends: GPT-2 and the KV cache grow "
+    "fastest, all-MLA grows below them, the hybrid a quarter of all-MLA, and the six fixed-state stages stay flat "
+    "near 100 kB.",
 )
+fixed = [per_stage[s.key][-1] for s in stages.all_stages() if s.in_grid]
 st.caption(
-    f"One layer {compare['n_heads']} heads × {compare['head_dim']} wide (GPT-2's attention width), bf16. Softmax "
-    "stages hold a KV cache that grows by one key and one value per token; the linear-memory stages hold a fixed "
-    "state (plus a short convolution's last inputs where the layer has one); the hybrid averages three KDA layers "
-    "and one MLA layer. Computed by `lineage.stages.memory_per_layer`; hover for exact bytes."
+    f"One layer {compare['n_heads']} heads × {compare['head_dim']} wide (GPT-2's attention width), bf16. GPT-2 and "
+    "the KV cache keep a key and a value per head per token; the fixed-state stages keep their state (plus a short "
+    f"convolution's last inputs where the layer has one), {plots.format_bytes(min(fixed))}–"
+    f"{plots.format_bytes(max(fixed))} whatever the context. The hybrid averages {n_kda} KDA layers and one MLA layer, "
+    f"and MLA caches {all_mla.kv_lora_rank} + {all_mla.rope_dim} latent numbers per token (DeepSeek's sizes) instead "
+    f"of GPT-2's {2 * compare['n_heads'] * compare['head_dim']:,} keys and values: so at 1M it sits "
+    f"{per_stage['gpt2'][-1] / per_stage['hybrid'][-1]:.0f}× below GPT-2, of which only the layer ratio is the "
+    f"hybrid's saving. Like for like — against the same layers all MLA — it holds {hybrid_cut:.1%} less at 1M; Kimi "
+    f"Linear's own schedule ({len(kimi.layers_of('mla'))} MLA of {kimi.n_layers} layers, from its config.json) gives "
+    f"{kimi_cut:.1%}, the article's “−75%”. Computed by `lineage.stages.memory_per_layer` and `lineage.footprints`; "
+    "hover a line for exact bytes."
 )
 
 st.subheader("The lineage")
@@ -55,11 +79,11 @@ st.markdown(
                 "Stage": s.title,
                 "Representative": s.representative,
                 "Year": s.year,
-                "Memory mechanism": s.mechanism,
+                "Memory mechanism": s.summary,
                 "Problem solved": s.problem_solved,
                 "Cost introduced": s.cost_introduced,
             }
-            for s in stages.STAGES
+            for s in stages.all_stages()
         ]
     )
 )
@@ -100,13 +124,13 @@ for rule in stages.GRID_RULES:
     for col, gate in zip(row[1:], stages.GRID_GATES, strict=True):
         stage_cell(col, cells[(rule, gate)])
 st.markdown("The softmax family sits outside the grid: it keeps every key and value instead of a fixed state.")
-outside = [s for s in stages.STAGES if not s.in_grid]
+outside = [s for s in stages.all_stages() if not s.in_grid]
 for col, stage in zip(st.columns(len(outside), border=True), outside, strict=True):
     stage_cell(col, stage)
 
 st.subheader("22,580 GPT-2s?")
-ratio = memory.lineage_ratio()
-gpt2, k3 = memory.PARAMETER_FACTS["gpt2"], memory.PARAMETER_FACTS["kimi-k3"]
+ratio = footprints.lineage_ratio()
+gpt2, k3 = footprints.PARAMETER_FACTS["gpt2"], footprints.PARAMETER_FACTS["kimi-k3"]
 r1, r2, r3 = st.columns(3)
 r1.metric("GPT-2 parameters", f"{gpt2.parameters:,}", help=f"{gpt2.how}: {gpt2.source}")
 r2.metric("Kimi K3 parameters", f"{k3.parameters:,}", help=f"{k3.how}: {k3.source}")

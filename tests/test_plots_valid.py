@@ -114,6 +114,13 @@ def _memory_and_hybrid():
         ),
         "decode_bytes_animation": lambda: plots.decode_bytes_animation(SCHEDULE, LAYER_BYTES, title="t", start=2),
         "bytes_by_layer_and_time": lambda: plots.bytes_by_layer_and_time(SCHEDULE, LAYER_BYTES, title="t", step=2),
+        "memory_by_stage": lambda: plots.memory_by_stage(
+            LENS,
+            {"gpt2": LENS * 10.0, "kv_cache": LENS * 10.0, "kda": np.full(4, 1e5), "gla": np.full(4, 9e4)},
+            notes={"kda": "a note"},
+            baseline=("all-MLA", "the baseline", LENS * 3.0),
+            title="t",
+        ),
     }
 
 
@@ -133,8 +140,8 @@ BUILDERS = [
     "write_and_state", "delta_rule_steps", "recall_and_norm", "recall_by_age", "mixing", "chunk_schedule",
     "chunk_timing", "over_time", "gates_by_channel", "retention_map", "channel_retention", "decay_mask_and_attention",
     "state_animation", "cache_vs_length", "per_layer_bars", "decode_time_vs_context", "bandwidth_fraction",
-    "decode_bytes_animation", "bytes_by_layer_and_time", "overwrite_vectors", "overwrite_blend", "capacity_curves",
-    "topic_switch_figure", "retention_figure", "needle_curves",
+    "decode_bytes_animation", "bytes_by_layer_and_time", "memory_by_stage", "overwrite_vectors", "overwrite_blend",
+    "capacity_curves", "topic_switch_figure", "retention_figure", "needle_curves",
 ]  # fmt: skip
 
 

@@ -1,20 +1,26 @@
 """For teachers and the hosted demo: presenter mode, the guided tour, step controls, charts with export and alt text.
 
-Presenter mode (sidebar toggle, or ``?present=1`` in the URL) enlarges everything for the back of a room —
-body text 24 px, titles 48 px, chart ticks 18 px, chart titles 32 px — collapses the sidebar (its open button stays)
-and hides app chrome. The tour walks the lineage pages in order with one-line transitions and keyboard shortcuts.
+Presenter mode (sidebar toggle, or ``?present=1`` in the URL) turns each page into slides for the back of a room —
+body text 24 px, titles and key numbers (``st.metric``) 48 px, every text in a chart ≥ 18 px, lines ≥ 3 px; the
+narrative folds into expanders (:func:`prose`), the caps of the controls into one line per page (:func:`cap_notes`) —
+collapses the sidebar (its open button stays) and hides app chrome. The tour walks the lineage pages in order with
+one-line transitions and keyboard shortcuts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import plotly.graph_objects as go
 import streamlit as st
 
+from lineage.plots.present import Projection, for_projection
 from ui.nav import DEFAULT_PAGE, PageEntry, neighbours, transition
 
 PRESENT_KEY = "present"
 # Each at least Streamlit's own size (h1 44 px, h2 36 px, body 16 px): presenter mode never shrinks anything.
-PRESENTER_PX = {"body": 24, "title": 48, "heading": 36, "tick": 18, "chart_title": 32, "chart_text": 20}
+PRESENTER_PX = {"body": 24, "title": 48, "heading": 36, "metric": 48, "tick": 18, "chart_title": 32, "chart_text": 20}
+PROJECTION = Projection(text=PRESENTER_PX["chart_text"], tick=PRESENTER_PX["tick"], title=PRESENTER_PX["chart_title"])
 
 # No "<" anywhere in it, comments included: the browser's HTML sanitiser drops a style element whose text looks like
 # markup, and presenter mode would silently do nothing.
@@ -39,8 +45,19 @@ div[data-testid="stDecoration"] {{
   display: none !important;
 }}
 .stApp {{ background: #ffffff; }}
+/* the page's key numbers: the largest thing on the slide after its title, wrapped rather than cut off */
+.stApp div[data-testid="stMetricValue"], .stApp div[data-testid="stMetricValue"] * {{
+  font-size: {PRESENTER_PX["metric"]}px !important; line-height: 1.15 !important;
+  white-space: normal !important; overflow-wrap: anywhere; text-overflow: clip !important;
+}}
+.stApp div[data-testid="stMetricValue"] {{ height: auto !important; overflow: visible !important; }}
+/* one compact row of controls */
+.stApp div[data-testid="stSlider"] {{ padding-bottom: 0 !important; }}
 </style>
 """
+
+
+_CAPS_NOTE = "_classroom_caps_note"  # this run's one caps note in presenter mode: its slot on the page and its notes
 
 
 def presenter_requested() -> bool:
@@ -69,26 +86,49 @@ def presenter_toggle() -> bool:
         on_change=_sync_present_param,
         help="Large type and charts for projecting; also ?present=1 in the URL",
     )
+    st.session_state.pop(_CAPS_NOTE, None)  # called once at the start of every run (app.py): a new page, a new note
     if presenter_mode():
         st.html(_PRESENTER_CSS)
     return presenter_mode()
 
 
+def prose(body: str, *, label: str = "Read the explanation") -> None:
+    """A page's narrative (Markdown). In presenter mode it folds into a closed expander, so the slide holds the title,
+    the key number and the chart, and the words are one click away; otherwise it is shown as it is."""
+    if presenter_mode():
+        with st.expander(label):
+            st.markdown(body)
+    else:
+        st.markdown(body)
+
+
+def cap_notes(notes: Sequence[str]) -> None:
+    """The caps of a page's controls as one line: under the row of controls normally, and in presenter mode once per
+    page — every later call adds its notes to the line the first call placed, instead of a line under every row."""
+    notes = [n for n in notes if n]
+    if not notes:
+        return
+    if not presenter_mode():
+        st.caption(" ".join(notes))
+        return
+    note = st.session_state.get(_CAPS_NOTE)
+    if note is None:
+        note = st.session_state[_CAPS_NOTE] = {"slot": st.empty(), "notes": []}
+    note["notes"] += [n for n in notes if n not in note["notes"]]
+    note["slot"].caption(" ".join(note["notes"]))
+
+
+def controls_row(spec: int | Sequence[float], *, caps: Sequence[str] = ()) -> list:
+    """One compact row of controls (``st.columns(spec)``, small gaps, aligned at the bottom), with the caps of those
+    controls noted once (:func:`cap_notes`). Fill the returned columns with the widgets."""
+    columns = st.columns(spec, gap="small", vertical_alignment="bottom")
+    cap_notes(caps)
+    return columns
+
+
 def presenter_figure(fig: go.Figure) -> go.Figure:
-    """Scale a figure's fonts for projection (ticks ≥ 18 px, titles ≥ 32 px) and give it more height, in place."""
-    px = PRESENTER_PX
-    fig.update_layout(
-        font=dict(size=px["chart_text"], color="#000000"),
-        title_font=dict(size=px["chart_title"]),
-        legend=dict(font=dict(size=px["chart_text"])),
-        height=max(int(fig.layout.height or 450) * 1.3, 560),
-    )
-    fig.update_xaxes(tickfont=dict(size=px["tick"]), title_font=dict(size=px["chart_text"]))
-    fig.update_yaxes(tickfont=dict(size=px["tick"]), title_font=dict(size=px["chart_text"]))
-    fig.update_annotations(font=dict(size=px["chart_text"]))
-    for sliders in fig.layout.sliders or ():
-        sliders.update(font=dict(size=px["tick"]), currentvalue=dict(font=dict(size=px["chart_text"])))
-    return fig
+    """Scale a figure for projection, in place: every text ≥ 18 px (see :mod:`lineage.plots.present`), lines ≥ 3 px."""
+    return for_projection(fig, PROJECTION)
 
 
 def standalone_html(fig: go.Figure, title: str) -> bytes:

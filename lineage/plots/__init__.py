@@ -46,6 +46,7 @@ from lineage.plots.memory import (
     cache_vs_length,
     decode_time_vs_context,
     format_bytes,
+    memory_by_stage,
     per_layer_bars,
 )
 from lineage.plots.softmax import (
@@ -59,6 +60,7 @@ from lineage.plots.softmax import (
 
 __all__ = ["MAX_FRAMES", "Panel", "animated_heatmaps", "color_range", "frame_indices", "play_controls", "style"]
 __all__ += ["bandwidth_fraction", "cache_vs_length", "decode_time_vs_context", "format_bytes", "per_layer_bars"]
+__all__ += ["memory_by_stage"]
 __all__ += ["heatmaps", "step_marker"]
 __all__ += ["channel_retention", "decay_mask_and_attention", "gates_by_channel", "over_time", "retention_map"]
 __all__ += ["state_animation", "bytes_by_layer_and_time", "decode_bytes_animation"]

@@ -7,7 +7,9 @@ Every animated figure here follows the same rules, so a projector shows them smo
 * one colour range per panel, fixed across all frames, so a colour means the same value at every step;
 * signed matrices use a diverging scale centred on zero, unsigned ones a sequential scale; both are
   colour-blind-safe (ColorBrewer RdBu, viridis), and a colour bar is always shown;
-* small matrices also print their values in the cells, so nothing is conveyed by colour alone.
+* small matrices also print their values in the cells, so nothing is conveyed by colour alone;
+* cells left empty (NaN: a causal mask's future, steps not reached) show the plot's background, ``palette.MASKED``,
+  a colour neither scale takes, and have no hover; a cell's hover names the quantity (``Panel.hover``).
 
 Functions take numpy arrays and return ``plotly.graph_objects.Figure``; nothing here imports streamlit.
 
@@ -27,16 +29,21 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from lineage.plots.palette import MASKED
+
 MAX_FRAMES = 64  # smooth on a projector, small enough to ship to the browser at once
 TEXT_MAX_CELLS = 144  # print values in the cells of matrices up to 144 cells (12×12, 9×16, …)
 TEXT_MAX_SIDE = 16  # … with no side longer than 16, so a 1×32 strip is not crammed with numbers
-DIVERGING = "RdBu_r"  # ColorBrewer RdBu, colour-blind-safe; reversed so positive is red
-SEQUENTIAL = "Viridis"  # perceptually uniform, colour-blind-safe
+DIVERGING = "RdBu_r"  # ColorBrewer RdBu, colour-blind-safe; reversed so positive is red; greyscale keeps |value|
+SEQUENTIAL = "Viridis"  # perceptually uniform, colour-blind-safe, lightness rising with the value
 FRAME_MS = 250  # per frame while playing
 FONT = dict(family="Inter, system-ui, sans-serif", size=14)
 CONTROLS_PX = 52  # Play/Pause and the step slider start this far below the plot area: past the x ticks and title
 PANEL_GAP = 0.15  # paper fraction between panels: room for a colour bar and the next panel's axis labels
 SUBPLOT_TITLE_FONT = dict(size=16)  # make_subplots' size for panel titles
+# Hover templates of the matrices every stage draws: the quantity in symbols, then in words.
+STATE_HOVER = "S[k=%{y}, v=%{x}] = %{z:.3f}: what key channel %{y} holds for value column %{x}"
+ATTENTION_HOVER = "A[t=%{y}, s=%{x}] = %{z:.3f}: how much of position %{x} query %{y} reads"
 
 # What Plotly stores for template="plotly_white" and for the named colour scales: the figures carry them spelled
 # out, as validation would have, since plotly.js knows neither the template's name nor Plotly.py's "_r" scales.
@@ -59,6 +66,15 @@ class Panel:
     x_labels: Sequence | None = None
     y_labels: Sequence | None = None
     width: float = 1.0  # share of the figure's width relative to the other panels (a gate column can be narrow)
+    # What a cell means, as a Plotly hover template over %{x}, %{y} and %{z} (the quantity in words and symbols, e.g.
+    # "S[k=%{y}, v=%{x}] = %{z:.3f}: what key channel %{y} holds for value column %{x}"); default: from the titles.
+    hover: str = ""
+
+    def hover_text(self) -> str:
+        if self.hover:
+            return self.hover
+        where = f"{self.y_title or 'row'} %{{y}}, {self.x_title or 'column'} %{{x}}"
+        return f"{self.title}<br>{where}: %{{z:.4g}}"
 
 
 def _compact(value):
@@ -206,7 +222,8 @@ def _heatmap(panel: Panel, z: np.ndarray, text, zmin: float, zmax: float, signed
         text=text,
         texttemplate="%{text}" if text is not None else None,
         textfont=dict(size=10),
-        hovertemplate=f"{panel.title}<br>row %{{y}}, col %{{x}}: %{{z:.4g}}<extra></extra>",
+        hovertemplate=f"{panel.hover_text()}<extra></extra>",
+        hoverongaps=False,  # an empty (masked) cell has no value to show
         name=panel.title,
         **axis_refs(i),
     )
@@ -338,7 +355,7 @@ def animated_heatmaps(
             traces.append(trace)
         frames.append(dict(data=traces, name=labels[f], traces=list(range(len(panels)))))
     layout.update(play_controls([labels[f] for f in keep], start=first, prefix=slider_prefix))
-    layout.update(house_layout(title=title, height=height))
+    layout.update(house_layout(title=title, height=height), plot_bgcolor=MASKED)  # empty cells: masked, not zero
     layout["margin"]["b"] = CONTROLS_PX + 100  # room for the controls
     return figure(data, layout, frames)
 
@@ -355,7 +372,7 @@ def heatmaps(panels: Sequence[Panel], *, title: str = "", height: int = 420) -> 
         _heatmap(p, p.frames[0], cell_text(p.frames[0]), *r, colorbar_x=x, i=i)
         for i, (p, r, x) in enumerate(zip(panels, _ranges(panels), bar_x, strict=True))
     ]
-    layout.update(house_layout(title=title, height=height))
+    layout.update(house_layout(title=title, height=height), plot_bgcolor=MASKED)  # empty cells: masked, not zero
     layout["margin"]["b"] = 60
     return figure(data, layout)
 

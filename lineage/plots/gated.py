@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from lineage.plots.core import Panel, animated_heatmaps, figure, heatmaps, house_layout, step_marker
+from lineage.plots.core import STATE_HOVER, Panel, animated_heatmaps, figure, heatmaps, house_layout, step_marker
 from lineage.plots.memory import PALETTE
 
 UNIT = (0.0, 1.0)  # the colour range of every gate, mask and retention map
@@ -125,10 +125,25 @@ def decay_mask_and_attention(
     m, a = _array("mask", mask, 2), _array("attention", attention, 2)
     if m.shape != a.shape or m.shape[0] != m.shape[1]:
         raise ValueError(f"mask and attention must both be [T, T], got {m.shape} and {a.shape}")
+    future = ~np.tri(m.shape[0], dtype=bool)  # j > i: masked out, which is not the same as "decayed to 0"
+    m, a = np.where(future, np.nan, m), np.where(future, np.nan, a)
     fig = heatmaps(
         [
-            Panel("decay mask L (αs multiplied)", m[None], x_title="source step j", y_title="step i", zrange=UNIT),
-            Panel("attention A = L ⊙ scale·QKᵀ", a[None], x_title="source step j", signed=True),
+            Panel(
+                "decay mask L (αs multiplied)",
+                m[None],
+                x_title="source step j",
+                y_title="step i",
+                zrange=UNIT,
+                hover="L[i=%{y}, j=%{x}] = %{z:.3g}: what is left at step %{y} of what step %{x} wrote",
+            ),
+            Panel(
+                "attention A = L ⊙ scale·QKᵀ",
+                a[None],
+                x_title="source step j",
+                signed=True,
+                hover="A[i=%{y}, j=%{x}] = %{z:.3f}: how much of v_%{x} reaches output %{y}",
+            ),
         ],
         title=title,
         height=height,
@@ -170,6 +185,7 @@ def state_animation(
             y_title="" if i or gate is not None else "key row",
             signed=True,
             zrange=(-m, m),
+            hover=f"{name}<br>{STATE_HOVER}",
         )
         for i, (name, s) in enumerate(arrays.items())
     ]

@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lineage.plots.core import (
+    STATE_HOVER,
     Panel,
     animated_heatmaps,
     animation_steps,
@@ -68,7 +69,13 @@ def write_and_state(
     labels = dict(x_title="value column", y_title="key row", signed=True, x_labels=cols, y_labels=rows)
     panels = [
         Panel("this step's write k_t u_tᵀ", writes.astype(np.float32), zrange=_symmetric(writes), **labels),
-        Panel("state S_t: every write so far", S[steps].astype(np.float32), zrange=_symmetric(S), **labels),
+        Panel(
+            "state S_t: every write so far",
+            S[steps].astype(np.float32),
+            zrange=_symmetric(S),
+            hover=STATE_HOVER,
+            **labels,
+        ),
     ]
     return animated_heatmaps(panels, step_labels=[str(s) for s in steps], start=first, title=title, height=height)
 
@@ -129,6 +136,7 @@ def delta_rule_steps(
             x_labels=cols,
             y_labels=rows,
             width=V,
+            hover=STATE_HOVER,
         ),
     ]
     return animated_heatmaps(panels, step_labels=[str(s) for s in steps], start=first, title=title, height=height)

@@ -11,13 +11,19 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from lineage import stages
 from lineage.plots.core import figure, house_layout
+from lineage.plots.palette import NEUTRAL, OKABE_ITO, mechanism_line, stage_line
 
 GPU_LINE_GROUP = "gpu"  # legendgroup of the horizontal GPU-memory lines
 COPY_LINE_GROUP = "copy"  # legendgroup of the 100 %-of-copy-bandwidth line
-# Okabe–Ito: distinguishable with every common colour-vision deficiency.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#F0E442", "#000000")
-KIND_COLORS = {"cache": "#0072B2", "state": "#E69F00"}
+# Series that are not stages (models, timings of one run): Okabe–Ito in order, black last.
+PALETTE = tuple(OKABE_ITO[c] for c in ("blue", "orange", "bluish green", "reddish purple", "vermillion", "sky blue"))
+PALETTE += (OKABE_ITO["black"],)
+KIND_COLORS = {"cache": OKABE_ITO["blue"], "state": OKABE_ITO["orange"]}
+LABEL_PX = 26  # vertical room one line of an end label takes (20 px text in presenter mode)
+LABELS_MARGIN_PX = 330  # the right margin that holds the end labels
+NAMES_PER_ROW = 2  # stage names per row of an end label
 
 
 def format_bytes(n: float) -> str:
@@ -92,7 +98,7 @@ def cache_vs_length(
                 mode="lines",
                 name=label,
                 legendgroup=GPU_LINE_GROUP,
-                line=dict(color="#666666", dash="dot", width=1.5),
+                line=dict(color=NEUTRAL, dash="dot", width=1.5),
                 text=_bytes_text(np.array([size, size])),
                 hovertemplate=f"{label}<br>%{{text}}<extra></extra>",
             )
@@ -201,7 +207,7 @@ def decode_time_vs_context(
                 y=_check_1d("floor_ms", floor_ms, x.size),
                 mode="lines",
                 name=floor_name,
-                line=dict(color="#666666", dash="dot", width=1.5),
+                line=dict(color=NEUTRAL, dash="dot", width=1.5),
                 hovertemplate=f"{floor_name}<br>%{{x:,}} tokens: %{{y:.4g}} ms<extra></extra>",
             )
         )
@@ -245,7 +251,7 @@ def bandwidth_fraction(
             mode="lines",
             name=label,
             legendgroup=COPY_LINE_GROUP,
-            line=dict(color="#666666", dash="dot", width=1.5),
+            line=dict(color=NEUTRAL, dash="dot", width=1.5),
             hovertemplate=f"{label}<extra></extra>",
         ),
     ]
@@ -254,3 +260,146 @@ def bandwidth_fraction(
         yaxis=dict(title=dict(text="share of copy bandwidth"), tickformat=".0%", rangemode="tozero"),
     )
     return figure(data, layout | house_layout(title=title, height=height))
+
+
+def short_title(stage_key: str) -> str:
+    """A stage's title without its parenthesis: "GPT-2", "KDA", "Hybrid"."""
+    return stages.stage(stage_key).title.split(" (")[0]
+
+
+def _spread(y_px: list[float], heights: list[float]) -> list[float]:
+    """Label centres moved apart (upwards, in px from the bottom) so neighbours' boxes of ``heights`` do not overlap."""
+    order = sorted(range(len(y_px)), key=lambda i: y_px[i])
+    placed = list(y_px)
+    for prev, i in zip(order, order[1:], strict=False):
+        placed[i] = max(placed[i], placed[prev] + (heights[prev] + heights[i]) / 2)
+    return placed
+
+
+def memory_by_stage(
+    seq_lens: np.ndarray,
+    stage_bytes: Mapping[str, np.ndarray],
+    *,
+    notes: Mapping[str, str] | None = None,
+    baseline: tuple[str, str, np.ndarray] | None = None,
+    together: float = 1.25,
+    title: str = "",
+    height: int = 560,
+) -> go.Figure:
+    """The lineage in one chart: bytes one layer of each stage holds against context (log-log), labelled at the
+    line ends instead of a legend.
+
+    Stages with the same curve share one line, named after all of them. Lines whose last values lie within a factor
+    ``together`` of each other share one end label (the fixed-state stages), each name in its stage's colour; the
+    hover gives every line's exact bytes. Each line has its stage's colour, dash and marker
+    (:func:`lineage.plots.palette.stage_line`).
+
+    Args:
+        seq_lens: [N] context lengths, increasing.
+        stage_bytes: stage key -> [N] bytes held.
+        notes: stage key -> a second line for its end label (what the line assumes).
+        baseline: (label, note, [N] bytes) of MLA in every layer of the same width: the line the hybrid's saving is
+            measured against, drawn in MLA's colour.
+    """
+    x = _check_1d("seq_lens", seq_lens)
+    if not stage_bytes:
+        raise ValueError("stage_bytes must hold at least one stage")
+    notes = dict(notes or {})
+    groups: dict[bytes, list[str]] = {}
+    curves = {}
+    for key, y in stage_bytes.items():
+        y = _check_1d(f"stage_bytes[{key!r}]", y, x.size).astype(np.float64)
+        curves[key] = y
+        groups.setdefault(y.tobytes(), []).append(key)
+    # each line: (name, end-label lines, y, line, marker)
+    lines = []
+    for keys in groups.values():
+        line, marker = stage_line(keys[0])
+        name = " · ".join(short_title(k) for k in keys)
+        names = [f'<span style="color:{stage_line(k)[0]["color"]}">{short_title(k)}</span>' for k in keys]
+        label = [" · ".join(names[i : i + NAMES_PER_ROW]) for i in range(0, len(names), NAMES_PER_ROW)]
+        label += [notes[k] for k in keys if notes.get(k)]
+        lines.append((keys[0], name, label, curves[keys[0]], line, marker))
+    if baseline is not None:
+        b_label, b_note, b_bytes = baseline
+        line, marker = mechanism_line("mla")
+        line["dash"] = "longdash"
+        b_bytes = _check_1d("baseline bytes", b_bytes, x.size).astype(np.float64)
+        lines.append(("mla", b_label, [b_label, b_note], b_bytes, line, marker))
+
+    data = [
+        dict(
+            type="scatter",
+            x=x,
+            y=y,
+            mode="lines+markers",
+            name=name,
+            legendgroup=group,  # the stage (or mechanism) drawn: its colour is the table's
+            showlegend=False,
+            line=line,
+            marker={**marker, "maxdisplayed": 8},
+            text=_bytes_text(y),
+            hovertemplate=f"<b>{name}</b><br>%{{x:,}} tokens<br>%{{text}}<extra></extra>",
+        )
+        for group, name, _, y, line, marker in lines
+    ]
+    ends = np.log10([y[-1] for *_, y, _, _ in lines])
+    # one label per cluster of line ends within `together` of each other
+    order = np.argsort(ends)
+    clusters: list[list[int]] = []
+    for i in order:
+        if clusters and ends[i] - ends[clusters[-1][0]] <= np.log10(together):
+            clusters[-1].append(int(i))
+        else:
+            clusters.append([int(i)])
+    all_y = np.concatenate([y for *_, y, _, _ in lines])
+    lo, hi = np.floor(np.log10(all_y.min())), np.ceil(np.log10(all_y.max()))
+    plot_px = height - 70 - 90
+    px_per_decade = plot_px / (hi - lo)
+    texts, at, heights = [], [], []
+    for cluster in clusters:
+        rows = [row for i in sorted(cluster, key=lambda i: -ends[i]) for row in lines[i][2]]
+        if len(cluster) > 1:
+            held = [lines[i][3][-1] for i in cluster]
+            rows.append(f"{format_bytes(min(held))}–{format_bytes(max(held))} each")
+        texts.append("<br>".join(rows))
+        at.append(float(np.mean(ends[cluster])))
+        heights.append(LABEL_PX * len(rows))
+    true_px = [(a - lo) * px_per_decade for a in at]
+    placed = _spread(true_px, heights)
+    annotations = [
+        dict(
+            x=float(np.log10(x[-1])),
+            y=a,
+            xref="x",
+            yref="y",
+            text=t,
+            align="left",
+            xanchor="left",
+            showarrow=True,
+            arrowcolor=NEUTRAL,
+            arrowwidth=1,
+            arrowhead=0,
+            ax=24,
+            ay=-(p - q),
+            standoff=4,
+        )
+        for t, a, p, q in zip(texts, at, placed, true_px, strict=True)
+    ]
+    decades = 10.0 ** np.arange(lo, hi + 1)
+    layout = dict(
+        xaxis=dict(type="log", title=dict(text="context length (tokens)")),
+        yaxis=dict(
+            type="log",
+            title=dict(text="bytes one layer holds"),
+            tickvals=decades,
+            ticktext=[format_bytes(d) for d in decades],
+            range=[lo, hi],
+        ),
+        annotations=annotations,
+        hovermode="closest",
+        showlegend=False,
+    )
+    layout |= house_layout(title=title, height=height)
+    layout["margin"] = dict(l=90, r=LABELS_MARGIN_PX, t=70 if title else 30, b=70)
+    return figure(data, layout)

@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lineage.plots.core import (
+    ATTENTION_HOVER,
     Panel,
     animated_heatmaps,
     animation_steps,
@@ -66,6 +67,7 @@ def attention_growth(attn: np.ndarray, *, start: int | None = None, title: str =
         y_title="query position t",
         zrange=UNIT,
         signed=False,
+        hover=ATTENTION_HOVER,
     )
     return animated_heatmaps([panel], step_labels=[str(s) for s in steps], start=first, title=title, height=height)
 
@@ -143,7 +145,13 @@ def kv_cache_growth(
         Panel("cached keys k_s", _grown(k.T, steps, axis=1), "position s", "key channel", True, (-lim, lim)),
         Panel("cached values v_s", _grown(v.T, steps, axis=1), "position s", "value channel", True, (-lim, lim)),
         Panel(
-            "each query's weights over the cache", _grown(_causal(a), steps, 0), "position s", "query t", False, UNIT
+            "each query's weights over the cache",
+            _grown(_causal(a), steps, 0),
+            "position s",
+            "query t",
+            False,
+            UNIT,
+            hover=ATTENTION_HOVER,
         ),
     ]
     return animated_heatmaps(panels, step_labels=[str(s) for s in steps], start=first, title=title, height=height)

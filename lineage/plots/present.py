@@ -1,0 +1,110 @@
+"""A figure made readable from the back of a room: every text at least ``min_text`` px, lines at least 3 px.
+
+One function, :func:`for_projection`, reaches every place a Plotly figure draws text — the title, axis ticks and
+titles of every subplot, the legend and its title, annotations (subplot titles included), colour bars, hover labels,
+the animation's buttons and slider, bar labels and the numbers printed inside heatmap cells. Cell numbers are dropped
+rather than shrunk where a cell gets too small to hold them at that size: the hover still gives every value.
+
+Pure (a ``go.Figure`` in, the same figure changed in place out); the app's chart helper calls it in presenter mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Sizes in px for a projected figure, and the narrowest plot width it must work at."""
+
+    text: int = 20  # legend, axis titles, annotations, hover labels, button and slider labels
+    tick: int = 18  # tick labels, colour-bar ticks, cell numbers, bar labels: the smallest text drawn
+    title: int = 32
+    min_line: float = 3.0  # the thinnest data line
+    min_height: int = 560
+    height_scale: float = 1.3
+    # The chart's width when projected at 1280×720 (the smaller of the two screens presenter mode is made for): the
+    # main column of a wide-layout page, less its padding. Cell text is kept only where it fits at this width.
+    width_px: int = 1120
+
+
+PROJECTION = Projection()
+GLYPH_EM = 0.62  # width of a digit or a minus sign, in ems of the font (Inter, system-ui)
+LINE_EM = 1.25  # height a line of cell text needs, in ems
+CELL_PAD_PX = 4
+
+
+def _bigger(font, size: int) -> dict:
+    """``font`` (a Plotly font or None) with its size raised to at least ``size``."""
+    current = getattr(font, "size", None) if font is not None else None
+    return dict(size=max(size, current or 0))
+
+
+def _domain(layout: go.Layout, axis: str, letter: str) -> tuple[float, float]:
+    """The paper fraction an axis spans ("x2" -> layout.xaxis2.domain), [0, 1] where none is set."""
+    name = f"{letter}axis{axis[1:]}"
+    ax = layout[name] if name in layout else None  # noqa: SIM401 (a Layout has no .get)
+    dom = getattr(ax, "domain", None) if ax is not None else None
+    return (float(dom[0]), float(dom[1])) if dom else (0.0, 1.0)
+
+
+def cell_text_fits(fig: go.Figure, trace, *, tick_px: int, width_px: int) -> bool:
+    """Whether a heatmap trace's cell text, drawn at ``tick_px``, fits its cells in a figure ``width_px`` wide."""
+    z = np.asarray(trace.z if trace.z is not None else [[0]], dtype=object)
+    if z.ndim != 2 or not z.size:
+        return False
+    rows, cols = z.shape
+    text = np.asarray(trace.text if trace.text is not None else [["0.00"]], dtype=object)
+    chars = max((len(str(t)) for t in text.ravel()), default=0)
+    m = fig.layout.margin
+    height = fig.layout.height or 450
+    x0, x1 = _domain(fig.layout, trace.xaxis or "x", "x")
+    y0, y1 = _domain(fig.layout, trace.yaxis or "y", "y")
+    cell_w = (width_px - (m.l or 80) - (m.r or 80)) * (x1 - x0) / cols
+    cell_h = (height - (m.t or 100) - (m.b or 80)) * (y1 - y0) / rows
+    return cell_w >= chars * GLYPH_EM * tick_px + CELL_PAD_PX and cell_h >= LINE_EM * tick_px
+
+
+def for_projection(fig: go.Figure, p: Projection = PROJECTION) -> go.Figure:
+    """Raise every text of ``fig`` to projector sizes (never lower one), thicken thin lines, make it taller."""
+    layout = fig.layout
+    fig.update_layout(
+        font=dict(size=max(p.text, (layout.font.size or 0)), color="#000000"),
+        title_font=_bigger(layout.title.font, p.title),
+        legend=dict(font=_bigger(layout.legend.font, p.text), title_font=_bigger(layout.legend.title.font, p.text)),
+        hoverlabel=dict(font=_bigger(layout.hoverlabel.font, p.text)),
+        height=max(int((layout.height or 450) * p.height_scale), p.min_height),
+    )
+    fig.update_xaxes(tickfont=dict(size=p.tick), title_font=dict(size=p.text))
+    fig.update_yaxes(tickfont=dict(size=p.tick), title_font=dict(size=p.text))
+    for note in layout.annotations or ():
+        note.font = _bigger(note.font, p.text)
+    for slider in layout.sliders or ():
+        slider.font = _bigger(slider.font, p.tick)
+        slider.currentvalue.font = _bigger(slider.currentvalue.font, p.text)
+    for menu in layout.updatemenus or ():
+        menu.font = _bigger(menu.font, p.text)
+    for shape in layout.shapes or ():
+        if shape.line is not None and (shape.line.width or 0) > 0:
+            shape.line.width = max(shape.line.width, 2.0)
+
+    for trace in fig.data:
+        kind = trace.type
+        bar = getattr(trace, "colorbar", None) if kind in ("heatmap", "contour", "histogram2d") else None
+        if bar is None and hasattr(trace, "marker") and getattr(trace.marker, "colorbar", None) is not None:
+            bar = trace.marker.colorbar if trace.marker.showscale else None
+        if bar is not None:
+            bar.tickfont = _bigger(bar.tickfont, p.tick)
+            bar.title.font = _bigger(bar.title.font, p.text)
+            bar.thickness = max(bar.thickness or 0, 20)
+        if hasattr(trace, "textfont"):
+            trace.textfont = _bigger(trace.textfont, p.tick)
+        fits = kind != "heatmap" or cell_text_fits(fig, trace, tick_px=p.tick, width_px=p.width_px)
+        if trace.type == "heatmap" and trace.texttemplate and not fits:
+            trace.texttemplate = ""
+        if kind == "scatter" and trace.line is not None and "lines" in (trace.mode or "lines"):
+            trace.line.width = max(p.min_line, (trace.line.width or 2.0) + 1.0)
+    return fig
