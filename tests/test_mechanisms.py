@@ -1,0 +1,260 @@
+"""The one table of mechanisms: its entries are consistent, everything derives from it, and one more entry is enough
+to add a mechanism (verify, the benchmark's plan, the stage table, the layers, the lab pick it up)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import pathlib
+import re
+
+import pytest
+import torch
+
+from lineage import bench, footprints, hybrid, lab, mechanisms, stages, verify
+from lineage.layers import LinearMemoryMixer, MixerConfig
+from lineage.mechanisms import MECHANISMS, LayerOptions, Mechanism, StageRow, linear_mechanisms, mechanism
+from lineage.recurrence import run_memory
+from tests.util import assert_close
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+KEYS = ("softmax", "mla", "linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda")
+
+
+def additive_fixed_decay(q, k, v, g, *, scale=None, initial_state=None, output_final_state=False, **kw):
+    """A toy eighth mechanism: the additive write under a scalar gate, through the shared recurrence."""
+    return run_memory(
+        q,
+        k,
+        v,
+        g,
+        None,
+        rule="additive",
+        scale=scale,
+        initial_state=initial_state,
+        output_final_state=output_final_state,
+        per_channel=False,
+        **kw,
+    )
+
+
+TOY = Mechanism(
+    key="toy_decay",
+    title="Toy decaying memory",
+    year=2026,
+    paper="none: a test entry, arXiv 0000.00000",
+    url="https://arxiv.org/abs/0000.00000",
+    rule="additive",
+    gate="scalar",
+    colour="#123456",
+    stage="toy_decay",
+    layer=LayerOptions(gate_form="softplus"),
+    row=StageRow(
+        representative="a test",
+        summary="Additive state with a scalar decay, no short convolution",
+        problem_solved="Shows that one entry adds a mechanism",
+        cost_introduced="None: it is not a stage of the lineage",
+        transition="One more entry in the table.",
+    ),
+    op=additive_fixed_decay,
+)
+
+
+def test_the_table_holds_the_eight_mechanisms_in_lineage_order():
+    assert tuple(MECHANISMS) == KEYS
+    assert [m.key for m in linear_mechanisms()] == list(KEYS[2:])
+    assert {(m.rule, m.gate) for m in linear_mechanisms()} == {
+        (r, g) for r in mechanisms.RULES for g in mechanisms.GATES
+    }, "the linear family fills the write-rule × gate grid once"
+    with pytest.raises(ValueError, match="mechanism must be one of 'softmax'.*got 'linear'"):
+        mechanism("linear")
+
+
+def test_one_distinct_colour_per_mechanism():
+    colours = mechanisms.colours()
+    assert set(colours) == set(KEYS)
+    assert all(re.fullmatch(r"#[0-9A-Fa-f]{6}", c) for c in colours.values())
+    assert len({c.upper() for c in colours.values()}) == len(colours)
+
+
+def test_every_entry_cites_an_arxiv_paper():
+    for m in MECHANISMS.values():
+        assert re.search(r"arXiv \d{4}\.\d{4,5}", m.paper), m.key
+        assert m.url.startswith("https://arxiv.org/abs/"), m.key
+
+
+@pytest.mark.parametrize("m", linear_mechanisms(), ids=lambda m: m.key)
+def test_every_linear_op_is_reachable_and_is_the_recurrence_of_its_cell(m):
+    gen = torch.Generator().manual_seed(0)
+    B, H, T, K, V = 1, 2, 9, 4, 3
+    q, k, v = (torch.randn(B, H, T, d, generator=gen, dtype=torch.float64) for d in (K, K, V))
+    g = -torch.rand((B, H, T) if m.gate == "scalar" else (B, H, T, K), generator=gen, dtype=torch.float64)
+    beta = torch.rand(B, H, T, generator=gen, dtype=torch.float64)
+    o, _ = m.call(q, k, v, g, beta, mode="chunk", chunk_size=4, **m.bare)
+    ref, _ = run_memory(
+        q,
+        k,
+        v,
+        None if m.gate == "none" else g,
+        beta if m.rule == "delta" else None,
+        rule=m.rule,
+        mode="recurrent",
+    )
+    assert_close(o, ref, what=m.key)
+
+
+def test_softmax_entries_have_no_write_rule_and_the_softmax_op_runs():
+    assert [m.key for m in mechanisms.softmax_mechanisms()] == ["softmax", "mla"]
+    q = torch.randn(1, 2, 5, 4)
+    o, _ = mechanism("softmax").op(q, q, q)
+    assert o.shape == q.shape
+    with pytest.raises(ValueError, match="'softmax' is not a linear-memory mechanism"):
+        mechanism("softmax").call(q, q, q)
+
+
+@pytest.mark.parametrize("m", linear_mechanisms(), ids=lambda m: m.key)
+def test_every_layer_is_built_from_its_entry(m):
+    mixer = LinearMemoryMixer(m.key, MixerConfig(d_model=8, n_heads=2, head_k=4, head_v=4, gate_rank=2))
+    names = {name for name, _ in mixer.named_parameters()}
+    assert any(n.startswith("convs.") for n in names) == m.layer.conv
+    assert ("b_proj.weight" in names) == (m.rule == "delta")
+    assert ("og_up.weight" in names) == (m.layer.output_gate != "none")
+    assert ("A_log" in names) == (m.layer.gate_form == "softplus")
+    assert ("g_up.weight" in names) == (m.gate == "channel")
+    x = torch.randn(2, 5, 8)
+    y, state = mixer(x, use_cache=True)
+    assert y.shape == x.shape
+    extra = 1 if m.layer.normalize else 0  # normalised linear attention keeps z as one more state column
+    assert state.S.shape == (2, 2, 4, 4 + extra)
+
+
+def test_hybrid_builds_every_layer_kind_of_the_table():
+    kinds = hybrid.layer_kinds()
+    assert kinds == tuple(m.layer_kind for m in MECHANISMS.values())
+    stack = hybrid.HybridStack(hybrid.HybridConfig(schedule=kinds, d_model=16, n_heads=2, head_dim=8))
+    y, caches = stack(torch.randn(1, 3, 16), use_cache=True)
+    assert y.shape == (1, 3, 16) and len(caches) == len(kinds)
+
+
+def test_footprint_kinds_come_from_the_table():
+    assert tuple(m.key for m in linear_mechanisms()) == footprints.LINEAR_KINDS
+    assert tuple(m.key for m in linear_mechanisms() if m.layer.conv) == footprints.CONV_KINDS
+    assert footprints.NORMALIZER_KINDS == ("linear_attention",)
+    assert "linear" not in footprints.LAYER_KINDS
+    assert {m.layer_kind for m in mechanisms.softmax_mechanisms()} <= set(footprints.SOFTMAX_KINDS)
+
+
+def test_stage_table_rows_come_from_the_table():
+    table = stages.all_stages()
+    assert [s.key for s in table] == ["gpt2", "kv_cache", *KEYS[2:], "hybrid"]
+    for m in linear_mechanisms():
+        s = stages.stage(m.key)
+        assert (s.title, s.year, s.paper, s.rule, s.gate) == (m.title, m.year, m.paper, m.rule, m.gate)
+        assert s.mechanisms == (m.key,) and s.layer_kinds == (m.layer_kind,)
+    for m in MECHANISMS.values():
+        assert m.stage in {s.key for s in table}, f"{m.key} belongs to a row of the stage table"
+    assert set(stages.grid()) == {(m.rule, m.gate) for m in linear_mechanisms()}
+
+
+def test_lab_runs_every_linear_mechanism_of_the_table():
+    assert set(lab.DEFAULT_MECHANISMS) == {"softmax", "hybrid", *(m.key for m in linear_mechanisms())}
+
+
+def test_an_eighth_entry_appears_in_verify_bench_stages_layers_and_lab_with_no_other_change():
+    with mechanisms.registered(TOY):
+        checks = [c for c in verify.run_verify() if c.mechanism == TOY.key]
+        assert {c.case for c in checks} == set(verify.CASES), "a gated mechanism is checked in every gate case"
+        assert {c.mode for c in checks} == {"recurrent", "chunk C=16", "chunk C=7", "parallel"}
+        assert all(c.ok for c in checks), [c for c in checks if not c.ok]
+        plan = bench.sweep_plan(bench.BenchConfig(T=64, K=8, V=8))
+        assert [d is None for m, d in plan if m.key == TOY.key] == [False] * len(bench.gate_draws(bench.BenchConfig()))
+        toy_stage = stages.stage(TOY.key)
+        assert [s.key for s in stages.all_stages()][-2:] == [TOY.key, "hybrid"]
+        assert (toy_stage.title, toy_stage.rule, toy_stage.gate) == (TOY.title, "additive", "scalar")
+        mixer = LinearMemoryMixer(TOY.key, MixerConfig(d_model=8, n_heads=2, head_k=4, head_v=4, gate_rank=2))
+        x = torch.randn(1, 6, 8, dtype=torch.float64)
+        mixer = mixer.double()
+        full, _ = mixer(x)
+        steps, cache = [], None
+        for t in range(6):
+            y, cache = mixer(x[:, t : t + 1], cache=cache, use_cache=True)
+            steps.append(y)
+        assert_close(torch.cat(steps, dim=1), full, what="toy layer decoded token by token")
+        assert TOY.key in lab.participants()
+        reads = lab.overwrite(mechanisms=(TOY.key, "mamba2"))
+        assert reads.coef_v2[TOY.key] == pytest.approx(reads.coef_v2["mamba2"], abs=1e-12), "same rule, same gate"
+    assert TOY.key not in MECHANISMS and TOY.key not in {s.key for s in stages.all_stages()}
+
+
+def test_registered_refuses_a_clash_and_replace_restores_the_entry():
+    clash = mechanisms.registered(dataclasses.replace(mechanism("kda"), colour="#000001"))
+    with pytest.raises(ValueError, match="'kda' is already in the table"), clash:
+        pass
+    original = mechanism("kda")
+    with mechanisms.registered(dataclasses.replace(original, colour="#000001"), replace=True):
+        assert mechanism("kda").colour == "#000001"
+    assert mechanism("kda") is original
+    with pytest.raises(ValueError, match="replace=True needs"), mechanisms.registered(TOY, replace=True):
+        pass
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"rule": "overwrite"}, "rule must be one of"),
+        ({"gate": "vector"}, "gate must be one of"),
+        ({"colour": "blue"}, "colour must be a hex colour"),
+        ({"layer": None}, "needs layer options"),
+        ({"layer": LayerOptions(gate_form="logsigmoid")}, "gate_form must be one of"),
+        ({"stage": "mamba2"}, "own row exactly when"),
+        ({"key": "toy-decay"}, "Python identifier"),
+    ],
+)
+def test_a_malformed_entry_is_refused_with_a_message(change, match):
+    with pytest.raises(ValueError, match=match):
+        dataclasses.replace(TOY, **change)
+
+
+def _enumerations(tree: ast.AST, names: set[str]):
+    """Literal tuples, lists, sets and dict keys naming three or more mechanisms: a re-listing of the table."""
+    exports = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+        for inner in ast.walk(node.value)
+    }
+    for node in ast.walk(tree):
+        if id(node) in exports:  # __all__ names functions, not mechanisms
+            continue
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            elements = node.elts
+        elif isinstance(node, ast.Dict):
+            elements = [k for k in node.keys if k is not None]
+        else:
+            continue
+        listed = {e.value for e in elements if isinstance(e, ast.Constant) and e.value in names}
+        if len(listed) >= 3:
+            yield node.lineno, sorted(listed)
+
+
+def test_no_module_lists_the_mechanisms_again_or_uses_the_old_name():
+    names = set(MECHANISMS) | {"linear"}
+    found = []
+    for folder in ("lineage", "app_pages", "ui"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path == ROOT / "lineage" / "mechanisms.py":
+                continue
+            tree = ast.parse(path.read_text(), filename=str(path))
+            found += [f"{path.relative_to(ROOT)}:{line} {listed}" for line, listed in _enumerations(tree, names)]
+            found += [
+                f"{path.relative_to(ROOT)}:{node.lineno} the old kind 'linear'"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Compare)
+                and any(isinstance(c, ast.Constant) and c.value == "linear" for c in node.comparators)
+            ]
+    assert not found, "derive these from lineage.mechanisms:\n" + "\n".join(found)
+
+
+def test_the_stray_name_scan_can_fail():
+    tree = ast.parse('KINDS = ("deltanet", "gla", "kda")\nOK = ("deltanet", "x")\n__all__ = ["gla", "kda", "mla"]')
+    assert list(_enumerations(tree, set(MECHANISMS))) == [(1, ["deltanet", "gla", "kda"])]
