@@ -1,0 +1,178 @@
+"""The chunked form at every gate strength real models use: values, gradients, causality, finiteness.
+
+Gates are drawn as logsigmoid(N(0, 1)) / n for n ∈ {16, 4, 1, 0.25} (mean log-decay per step from about −0.05 to
+about −3.2), plus occasional wipes (g = −inf), g = 0 exactly, and log-decays down to −1e4 per step. Each case runs
+every length in LENGTHS and every chunk size in CHUNK_SIZES against the reference loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import lineage.recurrence as recurrence
+from lineage.recurrence import chunk_memory, parallel_memory, recurrent_memory, unit_lower_inverse
+from tests.test_recurrence import CELLS, DTYPE_NAME
+from tests.util import assert_close
+
+LENGTHS = (1, 15, 63, 64, 65, 300)
+CHUNK_SIZES = (1, 3, 16, 64, None)  # None: one chunk as long as the sequence
+GATE_STRENGTHS = ("n16", "n4", "n1", "n0.25", "wipes", "zero", "down_to_-1e4")
+
+
+def draw_gate(shape, strength: str, gen: torch.Generator, dtype=torch.float64) -> torch.Tensor:
+    """A log-gate of the given strength (see the module docstring), drawn in fp64 and cast."""
+    x = torch.randn(*shape, generator=gen, dtype=torch.float64)
+    if strength.startswith("n"):
+        g = F.logsigmoid(x) / float(strength[1:])
+    elif strength == "wipes":  # logsigmoid(N(0,1)) with 5% of the steps (and at least one) wiping the state
+        g = F.logsigmoid(x)
+        wipe = torch.rand(*shape, generator=gen, dtype=torch.float64) < 0.05
+        wipe.view(-1)[len(wipe.view(-1)) // 2] = True
+        g = g.masked_fill(wipe, -torch.inf)
+    elif strength == "zero":
+        g = torch.zeros(*shape, dtype=torch.float64)
+    else:  # anything from no decay to −1e4 per step, log-uniform in magnitude
+        g = -(10.0 ** (torch.rand(*shape, generator=gen, dtype=torch.float64) * 8 - 4))
+    return g.to(dtype)
+
+
+def inputs(rule, gate, strength, T, *, B=1, H=2, K=6, V=5, dtype=torch.float64, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen, dtype=torch.float64)
+
+    q, k, v = randn(B, H, T, K), randn(B, H, T, K), randn(B, H, T, V)
+    if rule == "delta":
+        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+    g_shape = {"none": None, "scalar": (B, H, T), "channel": (B, H, T, K)}[gate]
+    g = None if g_shape is None else draw_gate(g_shape, strength, gen)
+    beta = torch.rand(B, H, T, generator=gen, dtype=torch.float64) if rule == "delta" else None
+    S0 = 0.5 * randn(B, H, K, V)
+    x = {"q": q, "k": k, "v": v, "g": g, "beta": beta, "initial_state": S0}
+    return {name: None if t is None else t.to(dtype) for name, t in x.items()}
+
+
+def forward(x, *, rule, mode, chunk_size=64):
+    args = (x["q"], x["k"], x["v"], x["g"], x["beta"])
+    kw = {"rule": rule, "initial_state": x["initial_state"], "output_final_state": True}
+    if mode == "recurrent":
+        return recurrent_memory(*args, **kw)
+    if mode == "parallel":
+        return parallel_memory(*args, **kw)
+    return chunk_memory(*args, chunk_size=chunk_size, **kw)
+
+
+def case_id(rule, gate, strength, dtype=None):
+    return "-".join([rule, gate] + ([strength] if gate != "none" else []) + ([DTYPE_NAME[dtype]] if dtype else []))
+
+
+STRENGTH_CASES = [
+    (rule, gate, strength)
+    for (rule, gate), strength in itertools.product(CELLS, GATE_STRENGTHS)
+    if gate != "none" or strength == "n16"  # an ungated cell has no strength to sweep
+]
+
+
+@pytest.mark.parametrize(
+    "rule, gate, strength, dtype",
+    [
+        pytest.param(*case, dtype, id=case_id(*case, dtype))
+        for case, dtype in itertools.product(STRENGTH_CASES, (torch.float64, torch.float32))
+    ],
+)
+def test_chunk_and_parallel_equal_the_reference_at_every_strength_length_and_chunk_size(rule, gate, strength, dtype):
+    for T in LENGTHS:
+        x = inputs(rule, gate, strength, T, dtype=dtype, seed=T)
+        o_ref, S_ref = forward(x, rule=rule, mode="recurrent")
+        results = {f"chunk C={C or T}": forward(x, rule=rule, mode="chunk", chunk_size=C or T) for C in CHUNK_SIZES}
+        results["parallel"] = forward(x, rule=rule, mode="parallel")
+        for name, (o, S) in results.items():
+            assert torch.isfinite(o).all() and torch.isfinite(S).all(), f"T={T} {name}: not finite"
+            assert_close(o, o_ref, what=f"T={T} {name} output")
+            assert_close(S, S_ref, what=f"T={T} {name} final state")
+
+
+GRAD_LENGTHS_AND_CHUNKS = [(T, C) for T in LENGTHS for C in CHUNK_SIZES if T <= 65 or C in (16, None)]
+
+
+@pytest.mark.parametrize("rule, gate, strength", [pytest.param(*case, id=case_id(*case)) for case in STRENGTH_CASES])
+def test_chunk_gradients_equal_the_reference_at_every_strength(rule, gate, strength):
+    # every input that can carry a gradient, g and β and the initial state included; fp64
+    for T, C in GRAD_LENGTHS_AND_CHUNKS:
+        x = inputs(rule, gate, strength, T, K=4, V=3, seed=T)
+        leaves = {name: t.clone().requires_grad_(True) for name, t in x.items() if t is not None}
+        gen = torch.Generator().manual_seed(1)
+        w_o, w_S = torch.randn(1, 2, T, 3, generator=gen, dtype=torch.float64), torch.randn(1, 2, 4, 3, generator=gen)
+        grads = {}
+        for mode, chunk_size in (("recurrent", None), ("chunk", C or T)):
+            o, S = forward({**x, **leaves}, rule=rule, mode=mode, chunk_size=chunk_size)
+            loss = (o * w_o).sum() + (S * w_S.double()).sum()
+            grads[mode] = torch.autograd.grad(loss, list(leaves.values()))
+        for name, got, want in zip(leaves, grads["chunk"], grads["recurrent"], strict=True):
+            assert torch.isfinite(got).all(), f"T={T} C={C or T}: d/d{name} is not finite"
+            assert_close(got, want, what=f"T={T} C={C or T}: d loss / d {name}")
+
+
+@pytest.mark.parametrize("rule, gate, strength", [pytest.param(*case, id=case_id(*case)) for case in STRENGTH_CASES])
+def test_future_inputs_change_no_past_output(rule, gate, strength):
+    # fp32, where rounding could carry a future gate into a past output (the bug class of fla issue #1240: an
+    # anchor after the query). Outputs up to t must be bitwise unchanged when anything after t changes: queries and
+    # values by a factor of 1000, keys (unit keys for the delta rule, whose writes must stay contractions), gates
+    # of another strength, β flipped to 1 − β.
+    T, t = 200, 100
+    x = inputs(rule, gate, strength, T, K=16, V=8, dtype=torch.float32)
+    other = inputs(rule, gate, "n0.25" if strength != "n0.25" else "n16", T, K=16, V=8, dtype=torch.float32, seed=9)
+    later = {"q": 1e3 * other["q"], "k": other["k"], "v": 1e3 * other["v"], "g": other["g"]}
+    later["beta"] = None if x["beta"] is None else 1 - x["beta"]
+    for C in (16, 64, T):
+        o, _ = forward(x, rule=rule, mode="chunk", chunk_size=C)
+        assert torch.isfinite(o).all()
+        for name in ("q", "k", "v", "g", "beta"):
+            if x[name] is None:
+                continue
+            future = dict(x)
+            future[name] = torch.cat([x[name][:, :, : t + 1], later[name][:, :, t + 1 :]], dim=2)
+            o_future, _ = forward(future, rule=rule, mode="chunk", chunk_size=C)
+            assert torch.isfinite(o_future).all(), f"C={C}: changing {name} after t made outputs non-finite"
+            assert torch.equal(o_future[:, :, : t + 1], o[:, :, : t + 1]), (
+                f"C={C}: changing {name} after step {t} changed outputs at steps ≤ {t} by up to "
+                f"{(o_future[:, :, : t + 1] - o[:, :, : t + 1]).abs().max().item():.3e}"
+            )
+
+
+@pytest.mark.parametrize("stage_pair", [("scalar", "delta"), ("scalar", "additive"), ("channel", "delta")])
+def test_a_zero_gate_equals_the_ungated_cell(stage_pair):
+    # Gated DeltaNet with g = 0 is DeltaNet; Mamba-2 with g = 0 is linear attention's (unnormalised) recurrence;
+    # KDA with g = 0 is DeltaNet. (Equal to rounding: the ungated hand-off sums its chunks in another order.)
+    gate, rule = stage_pair
+    x = inputs(rule, gate, "zero", 130, dtype=torch.float32)
+    o_gated, S_gated = forward(x, rule=rule, mode="chunk")
+    o_plain, S_plain = forward({**x, "g": None}, rule=rule, mode="chunk")
+    assert_close(o_gated, o_plain, what=f"{gate} gate g = 0 vs no gate, {rule} rule")
+    assert_close(S_gated, S_plain, what=f"{gate} gate g = 0 vs no gate, {rule} rule, final state")
+
+
+@pytest.mark.parametrize("n", [1, 5, 16, 17, 64, 100])
+def test_unit_lower_inverse_is_the_inverse(n):
+    gen = torch.Generator().manual_seed(n)
+    # entries of the size β·kᵢ·kⱼ takes for unit keys; the diagonal and upper part are noise that must be ignored
+    L = torch.randn(3, n, n, generator=gen, dtype=torch.float64) / n**0.5
+    inverse = unit_lower_inverse(L)
+    unit = torch.eye(n, dtype=torch.float64) + L.tril(-1)
+    assert_close(inverse @ unit, torch.eye(n, dtype=torch.float64).expand(3, n, n), what="inverse · matrix")
+    assert torch.equal(inverse.triu(1), torch.zeros_like(inverse)), "the inverse is not lower triangular"
+
+
+@pytest.mark.parametrize("slab", [1, 3, 1000])
+@pytest.mark.parametrize("rule, gate", [("delta", "channel"), ("additive", "scalar")])
+def test_slab_size_changes_nothing_but_speed(slab, rule, gate, monkeypatch):
+    x = inputs(rule, gate, "n1", 300, dtype=torch.float32)
+    o, S = forward(x, rule=rule, mode="chunk", chunk_size=16)
+    monkeypatch.setattr(recurrence, "CPU_SLAB", slab)
+    o_slab, S_slab = forward(x, rule=rule, mode="chunk", chunk_size=16)
+    assert torch.equal(o_slab, o) and torch.equal(S_slab, S)
