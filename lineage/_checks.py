@@ -2,13 +2,41 @@
 
 Each check raises ``ValueError`` (or ``TypeError`` for a wrong kind of object) whose message names the
 argument, what was given and what was expected, so a wrong call explains itself.
+
+Values are checked once, at the public boundary. Type, rank and shape checks are free; a value scan (NaN, a
+log-gate's sign, β's range) reads every element and, on a GPU, waits for the device. So a caller that has checked
+its inputs — an op that calls another op, a layer or stack passing tensors it computed from checked ones, a timed
+decode step whose inputs were checked before the clock started — runs the inner call inside
+:func:`values_checked`, where the checks keep to types and shapes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 import torch
 
 MODES_ALL = ("recurrent", "chunk", "parallel")
+
+# Per thread and per task (a ContextVar), so one app session's trusted call never skips another session's checks.
+_VALUES_CHECKED: ContextVar[bool] = ContextVar("values_checked", default=False)
+
+
+@contextmanager
+def values_checked() -> Iterator[None]:
+    """Inside this block the checks skip value scans (NaN, signs, ranges): the caller checked the values already."""
+    token = _VALUES_CHECKED.set(True)
+    try:
+        yield
+    finally:
+        _VALUES_CHECKED.reset(token)
+
+
+def scanning() -> bool:
+    """Whether value scans run here (False inside :func:`values_checked`)."""
+    return not _VALUES_CHECKED.get()
 
 
 def _has_nan(x: torch.Tensor) -> bool:
@@ -29,7 +57,7 @@ def tensor(name: str, x, *, rank: int | tuple[int, ...] | None = None, nan: bool
         if x.dim() not in ranks:
             want = " or ".join(str(r) for r in ranks)
             raise ValueError(f"{name} must have rank {want}, got shape {tuple(x.shape)} (rank {x.dim()})")
-    if nan and _has_nan(x):
+    if nan and scanning() and _has_nan(x):
         raise ValueError(f"{name} contains NaN; every input must be a number")
     return x
 
@@ -59,6 +87,8 @@ def log_gate(g, B: int, H: int, T: int, K: int, *, per_channel: bool | None) -> 
     if tuple(g.shape) not in allowed:
         want = " or ".join(f"[B, H, T{', K' if len(s) == 4 else ''}] = {s}" for s in allowed)
         raise ValueError(f"g (log-space gate) must have shape {want}, got {tuple(g.shape)}")
+    if not scanning():
+        return g
     top = g.max().item() if g.numel() else 0.0  # max propagates NaN: one reduction checks both the sign and NaN
     if top != top:
         raise ValueError("g contains NaN; every input must be a number")
@@ -75,6 +105,8 @@ def beta(b, B: int, H: int, T: int) -> torch.Tensor:
     tensor("beta", b, rank=3, nan=False)
     if tuple(b.shape) != (B, H, T):
         raise ValueError(f"beta must have shape [B, H, T] = {(B, H, T)}, got {tuple(b.shape)}")
+    if not scanning():
+        return b
     lo, hi = (m.item() for m in torch.aminmax(b)) if b.numel() else (0.0, 0.0)  # both NaN if b holds a NaN
     if lo != lo:
         raise ValueError("beta contains NaN; every input must be a number")

@@ -88,9 +88,10 @@ class HybridStack(nn.Module):
             raise ValueError(f"caches must have one entry per layer ({len(self.blocks)}), got {len(caches)}")
         keep = use_cache or caches is not None
         new = []
-        for i, block in enumerate(self.blocks):
-            x, c = block(x, cache=None if caches is None else caches[i], use_cache=keep)
-            new.append(c)
+        with checks.values_checked():  # x was checked above; each layer's input is computed from it
+            for i, block in enumerate(self.blocks):
+                x, c = block(x, cache=None if caches is None else caches[i], use_cache=keep)
+                new.append(c)
         return self.ln_f(x), (new if keep else None)
 
 

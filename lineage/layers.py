@@ -184,7 +184,8 @@ class LinearMemoryMixer(nn.Module):
             kw.update(feature_map=lay.feature_map, normalize=lay.normalize)
         if lay.step_scaled_values:  # Mamba-2's SSD symbols: C = q, B = k, x·Δ = v, A·Δ = g, read scale 1
             v, kw["scale"] = v * self.step_size(x)[..., None], 1.0
-        o, S = self.mechanism.call(q, k, v, g, beta, **kw)
+        with checks.values_checked():  # q, k, v, g, β are computed from the checked x: no second scan
+            o, S = self.mechanism.call(q, k, v, g, beta, **kw)
         if lay.output_gate != "none":
             gate = self._heads(self.og_up(self.og_down(x)), V)
             gate = torch.sigmoid(gate) if lay.output_gate == "sigmoid" else F.silu(gate)

@@ -74,17 +74,21 @@ def linear_attention(
     # grow with t: keep them in the compute dtype (fp32/fp64) until the division, or fp16 overflows (65504) after
     # some thousands of steps even though the ratio is O(1).
     values = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1).to(checks.compute_dtype(q, k, v)) if normalize else v
-    o, S = run_memory(
-        phi(q),
-        phi(k),
-        values,
-        rule="additive",
-        scale=scale,
-        initial_state=initial_state,
-        output_final_state=output_final_state,
-        mode=mode,
-        chunk_size=chunk_size,
-    )
+    if initial_state is not None:
+        checks.tensor("initial_state", initial_state, rank=4)  # its shape is checked by run_memory
+    with checks.values_checked():  # φ(q), φ(k) and the values are made from checked q, k, v: no second scan
+        o, S = run_memory(
+            phi(q),
+            phi(k),
+            values,
+            rule="additive",
+            scale=scale,
+            initial_state=initial_state,
+            output_final_state=output_final_state,
+            mode=mode,
+            chunk_size=chunk_size,
+        )
+
     if normalize:
         o = o[..., :-1] / (o[..., -1:] + NORMALIZER_EPS)
     return o.to(v.dtype), S

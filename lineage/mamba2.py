@@ -86,12 +86,12 @@ def mamba2_ssd(
     checks.tensor("dt", dt, rank=3)
     if tuple(dt.shape) != (batch, H, T):
         raise ValueError(f"dt must have shape [batch, H, T] = {(batch, H, T)}, got {tuple(dt.shape)}")
-    if (dt <= 0).any():
+    if checks.scanning() and (dt <= 0).any():
         raise ValueError("dt (Δ) must be > 0 everywhere; apply softplus to the raw step size")
     checks.tensor("A", A, rank=1)
     if A.shape[0] != H:
         raise ValueError(f"A must have shape [H] = [{H}], got {tuple(A.shape)}")
-    if (A >= 0).any():
+    if checks.scanning() and (A >= 0).any():
         raise ValueError("A must be < 0 (Mamba-2 stores A = -exp(A_log)); a non-negative A would never decay")
     for name, m in (("B", B), ("C", C)):
         checks.tensor(name, m, rank=4)
@@ -107,16 +107,19 @@ def mamba2_ssd(
     q = C.repeat_interleave(repeat, dim=1)
     v = x * dt[..., None]  # Δ_t x_t
     g = A[None, :, None] * dt  # log α_t = Δ_t A
-    return run_memory(
-        q,
-        k,
-        v,
-        g,
-        None,
-        rule="additive",
-        scale=1.0,
-        initial_state=initial_state,
-        output_final_state=output_final_state,
-        mode=mode,
-        chunk_size=chunk_size,
-    )
+    if initial_state is not None:
+        checks.tensor("initial_state", initial_state, rank=4)  # its shape is checked by run_memory
+    with checks.values_checked():  # q, k, v, g are made from checked x, Δ, A, B, C: no second scan
+        return run_memory(
+            q,
+            k,
+            v,
+            g,
+            None,
+            rule="additive",
+            scale=1.0,
+            initial_state=initial_state,
+            output_final_state=output_final_state,
+            mode=mode,
+            chunk_size=chunk_size,
+        )

@@ -268,7 +268,8 @@ class MLA(nn.Module):
             k_nope = torch.einsum("hdr,btr->bhtd", W_uk, c_kv)  # (B, H, T, nope)
             v = torch.einsum("hvr,btr->bhtv", W_uv, c_kv)  # (B, H, T, v)
             k = torch.cat([k_nope, k_rope[:, None].expand(B, H, T, R)], dim=-1)  # (B, H, T, nope + R)
-            o, _ = softmax_attention(torch.cat([q_nope, q_rope], dim=-1), k, v, scale=self.scale)
+            with checks.values_checked():  # projections of the checked x
+                o, _ = softmax_attention(torch.cat([q_nope, q_rope], dim=-1), k, v, scale=self.scale)
         else:
             # 3b. absorbed form: MQA over latents. q_lat = [W_ukᵀ q_nope, q_rope], keys [c_kv, k_rope], values c_kv
             q_lat = torch.cat([torch.einsum("bhtd,hdr->bhtr", q_nope, W_uk), q_rope], dim=-1)  # (B, H, T, r + R)
@@ -276,7 +277,8 @@ class MLA(nn.Module):
             # the cache's buffers are passed as views; softmax_attention concatenates them with the new tokens (one
             # copy of r + R numbers per cached token per step, where a fused decoding kernel would read in place)
             past = KVCache.from_tensors(cache.latent[:, None], cache.c_kv[:, None])
-            o_lat, _ = softmax_attention(q_lat, k_lat, c_kv[:, None], scale=self.scale, initial_state=past)
+            with checks.values_checked():  # projections of the checked x, and the cache's own contents
+                o_lat, _ = softmax_attention(q_lat, k_lat, c_kv[:, None], scale=self.scale, initial_state=past)
             o = torch.einsum("bhtr,hvr->bhtv", o_lat, W_uv)  # (B, H, T, v)
 
         if cache is None and use_cache:

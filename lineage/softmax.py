@@ -495,7 +495,8 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, Hkv, hd).transpose(1, 2)  # (B, Hkv, T, hd)
         v = v.view(B, T, Hkv, hd).transpose(1, 2)  # (B, Hkv, T, hd)
         if cache is None and not use_cache:
-            o, _ = softmax_attention(q, k, v)
+            with checks.values_checked():  # q, k, v are projections of the checked x
+                o, _ = softmax_attention(q, k, v)
         else:
             if cache is None:
                 cache = KVCache(B, Hkv, hd, hd, dtype=k.dtype, device=k.device)
