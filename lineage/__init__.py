@@ -12,7 +12,11 @@ Conventions, stated once for the whole package:
 * Bad input raises ``ValueError`` / ``TypeError`` naming the argument, what was given and what is allowed.
 
 Layers: :mod:`lineage.recurrence` (the one recurrence, three forms) → one module per stage (op + paper) →
-:mod:`lineage.layers` / :mod:`lineage.hybrid` (nn.Modules) → :mod:`lineage.plots` (Plotly figures).
+:mod:`lineage.mechanisms` (the one table of mechanisms: paper, write rule, gate, layer options, colour, op) →
+:mod:`lineage.layers` / :mod:`lineage.hybrid` (nn.Modules), :mod:`lineage.stages`, :mod:`lineage.footprints`,
+:mod:`lineage.lab`, :mod:`lineage.verify`, :mod:`lineage.bench` (all derived from the table) →
+:mod:`lineage.plots` (Plotly figures). Softmax attention's math is :mod:`lineage.softmax`, its cache
+:mod:`lineage.kv_cache`, its IO and FLOP accounting :mod:`lineage.io_cost`.
 """
 
 from lineage.deltanet import deltanet
