@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import footprints, hybrid, plots
+from lineage import claims, footprints, hybrid, plots
+from lineage.plots.story import crossover
+from lineage.story import make_story
 from ui.classroom import chart, step_control, tour_nav
 from ui.common import cap_note, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
+from ui.story import checked_line, show_claim, story_chart, top_slot
 
 K3 = footprints.PARAMETER_FACTS["kimi-k3"]
 KIMI = footprints.MODELS["kimi-linear-48b"]
@@ -14,6 +17,22 @@ CONTEXTS = [2**p for p in range(8, 21)]  # 256 … 1,048,576 tokens (Kimi Linear
 LIVE_LAYER_CAP = KIMI.n_layers  # as deep as Kimi Linear 48B
 
 stage_header("hybrid")
+top = top_slot()
+
+
+@st.cache_data(max_entries=4, ttl=3600, show_spinner=False)
+def needle(T: int) -> dict:
+    """The story with a KDA state too small for its keys (no switch): the state blurs a fact the cache finds."""
+    story = make_story(T, claims.HYBRID_STATE_K, 8)
+    run = claims.run_story("kda", story, claims.Knobs(alpha_switch=1.0), repeats=1)
+    return dict(story=story, run=run, claim=claims.hybrid_claim(claims.hybrid_needle(story, run)))
+
+
+story_out = run_or_stop(needle, 32)
+with top:
+    show_claim(story_out["claim"])
+    story_chart("hybrid", story_out["run"], story_out["story"], start=story_out["story"].T - 1)
+    checked_line(story_out["run"])
 st.markdown(
     f"""
 A KDA layer's memory is a fixed set of matrices. That is why it is cheap, and also its limit: squeeze a long
@@ -144,10 +163,32 @@ else:
         export_name="hybrid_decode",
     )
     chart(
-        plots.bytes_by_layer_and_time(schedule, trace.bytes, title="The same, every layer at every step", step=step),
+        plots.bytes_by_layer_and_time(schedule, trace.bytes, title="The same, every layer at every step"),
         key="hybrid_bytes",
         alt="Heatmap of bytes held, layers by tokens decoded: MLA rows brighten to the right, KDA rows stay flat.",
     )
+    if {"mla", "kda"} <= set(schedule):
+        cross = claims.crossover_extension(trace.bytes, schedule)
+        st.subheader("Where the caches outgrow the states")
+        st.markdown(
+            f"In this stack an MLA layer caches **{cross.mla_per_token:,} bytes per token** and a KDA layer holds "
+            f"**{cross.kda_state:,} bytes** whatever the length, so the cache passes the state at "
+            f"**{cross.crossing:,.0f} tokens** — beyond the {T} decoded live, so the dashed lines are computed from "
+            f"the measured bytes per token, not decoded. At Kimi Linear's sizes the crossing is at "
+            f"{cross.kimi_crossing:,.0f} tokens."
+        )
+        chart(
+            crossover(
+                cross.tokens,
+                cross.measured,
+                cross.extended_tokens,
+                cross.extended,
+                crossing=cross.crossing,
+                title="One layer's bytes: measured while decoding, computed beyond",
+            ),
+            key="hybrid_crossover",
+            alt="Bytes per layer against tokens on log axes: the MLA cache line rises and crosses the flat KDA state.",
+        )
 
 
 what_to_notice(

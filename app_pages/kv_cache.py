@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import demo, footprints, plots
+from lineage import claims, demo, footprints, plots
 from lineage.kv_cache import KVCache
+from lineage.plots.story import attention_story
 from lineage.softmax import decode_step, tiled_softmax_attention
+from lineage.story import make_story
 from ui.classroom import chart, step_control, tour_nav
-from ui.common import cap_note, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
+from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
+from ui.story import inputs_choice, show_claim, top_slot
 
 stage_header("kv_cache")
+top = top_slot()
 st.markdown(
     """
 GPT-2 without a cache threw away the keys and values of the prefix after every token, then computed them again.
@@ -27,13 +31,14 @@ fast the chip can multiply.
 show_code(KVCache.append, decode_step)
 
 cap = caps()
+inputs = inputs_choice("kv_cache")
 a, b, c = st.columns(3)
-T = a.slider("Tokens to generate T", 2, cap.T, 32, bind="query-params", key="kv_cache_T")
+T = capped_slider(a, "Tokens to generate T", 2, cap.T, 32, key="kv_cache_T", name="T")
 a.caption(cap_note("T", cap.T))
-n_heads = b.slider("Heads", 1, cap.heads, 4, bind="query-params", key="kv_cache_heads", help="GPT-2 124M has 12.")
+n_heads = capped_slider(b, "Heads", 1, cap.heads, 4, key="kv_cache_heads", name="Heads", help="GPT-2 124M has 12.")
 b.caption(cap_note("Heads", cap.heads))
-head_dim = c.slider(
-    "Head dim", 2, cap.head_dim, 16, bind="query-params", key="kv_cache_head_dim", help="GPT-2 124M uses 64."
+head_dim = capped_slider(
+    c, "Head dim", 2, cap.head_dim, 16, key="kv_cache_head_dim", name="Head dim", help="GPT-2 124M uses 64."
 )
 c.caption(cap_note("Head dim", cap.head_dim))
 block_choices = [size for size in (2, 4, 8, 16, 32, 64) if size <= T] or [T]
@@ -48,11 +53,17 @@ block_size = st.select_slider(
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def live(T: int, n_heads: int, head_dim: int, seed: int, block_size: int) -> demo.SoftmaxRun:
-    return demo.run_softmax(T, n_heads, head_dim, seed, block_size=block_size)
+def live(T: int, n_heads: int, head_dim: int, seed: int, block_size: int, inputs: str) -> dict:
+    if inputs == "story":
+        story = make_story(T)
+        run = claims.run_softmax_story(story, n_heads, head_dim, seed, block_size=block_size)
+        # a fixed K × V state of the same head width, in the same fp32: what linear attention keeps instead
+        return dict(run=run, story=story, claim=claims.kv_cache_claim(run, story, head_dim * head_dim * 4))
+    return dict(run=demo.run_softmax(T, n_heads, head_dim, seed, block_size=block_size), story=None, claim=None)
 
 
-run = run_or_stop(live, T, n_heads, head_dim, seed(), block_size)
+out = run_or_stop(live, T, n_heads, head_dim, seed(), block_size, inputs)
+run, story = out["run"], out["story"]
 held = run.trace.cache_bytes  # KVCache.nbytes of head 0 after each step
 
 st.subheader("The live run")
@@ -71,11 +82,26 @@ m3.metric("growth per token, whole layer", f"{run.layer_cache_bytes // T:,} byte
 st.caption(f"Computed live ({run.device}).")
 
 step = step_control("kv_cache", T)
-st.markdown(
-    f"**Step {step}** — token {step}'s key and value are appended: head 0's cache now holds {step + 1} tokens, "
-    f"**{held[step]:,} bytes**. To produce this one token the step reads all {held[step]:,} of them; since the first "
-    f"token, decoding has read {held[: step + 1].sum():,} bytes from this head's cache."
-)
+with top:
+    if story is not None:
+        show_claim(out["claim"])
+        chart(
+            attention_story(
+                run.trace.attn,
+                step_labels=story.labels,
+                sentences=claims.softmax_step_sentences(run, story, "kv_cache"),
+                series={"bytes held": held, "bytes read so far": held.cumsum()},
+                series_title="Head 0's cache",
+                y_title="bytes",
+                start=step,
+            ),
+            key="kv_cache_story",
+            alt="Animated attention of head 0 over the story's tokens beside the bytes its cache holds and the bytes "
+            "read so far, with a marker at the current step.",
+            export_name="kv_cache_story",
+        )
+    else:
+        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
 chart(
     plots.kv_cache_growth(
         run.trace.keys,
@@ -89,7 +115,7 @@ chart(
     export_name="kv_cache_growth",
 )
 chart(
-    plots.cache_traffic(held, step=step, title="Bytes in head 0's cache"),
+    plots.cache_traffic(held, title="Bytes in head 0's cache"),
     key="kv_cache_traffic",
     alt="Bytes in head 0's cache after each token, growing linearly, and the total read, growing quadratically.",
 )

@@ -105,10 +105,13 @@ def trace_story(stage_key: str, story: Story, knobs: Knobs = Knobs()) -> StoryTr
     return StoryTrace(s.key, k[0, 0].numpy(), trace.states[0, 0])
 
 
-def run_softmax_story(story: Story, n_heads: int = 4, head_dim: int = 16, seed: int = 0) -> demo.SoftmaxRun:
-    """A GPT-2-style attention layer generating the story's tokens with and without a KV cache."""
+def run_softmax_story(
+    story: Story, n_heads: int = 4, head_dim: int = 16, seed: int = 0, *, block_size: int | None = None
+) -> demo.SoftmaxRun:
+    """A GPT-2-style attention layer generating the story's tokens with and without a KV cache (``seed`` draws the
+    layer's weights; the tokens are the story's)."""
     return demo.run_softmax(
-        story.T, n_heads, head_dim, seed, block_size=min(8, story.T), inputs=token_vectors(story, n_heads * head_dim)
+        story.T, n_heads, head_dim, seed, block_size=block_size, inputs=token_vectors(story, n_heads * head_dim)
     )
 
 
@@ -709,3 +712,64 @@ def step_sentences(run: Run, story: Story) -> list[str]:
             s += "<br>answers held: " + ", ".join(shown)
         out.append(s)
     return out
+
+
+def softmax_step_sentences(run: demo.SoftmaxRun, story: Story, stage_key: str) -> list[str]:
+    """One sentence per step for the GPT-2 and KV-cache story charts, read from the run's counts and cache sizes."""
+    out = []
+    for t, label in enumerate(story.labels):
+        s = f"<b>Step {t}</b>: {label} — "
+        if stage_key == "gpt2":
+            s += (
+                f"without a cache the layer projects {int(run.cost.rows_recompute[t]):,} rows "
+                f"(every token so far); with one, {int(run.cost.rows_cached[t])}"
+            )
+        else:
+            s += f"head 0's cache holds {int(run.trace.cache_bytes[t]):,} bytes: {t + 1} keys and {t + 1} values"
+        out.append(s)
+    return out
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where a growing MLA cache passes a fixed KDA state: measured in a live decode, extended by computation."""
+
+    tokens: np.ndarray  # [T] tokens decoded (1 … T)
+    measured: dict  # kind -> [T] bytes one layer of that kind held, measured
+    extended_tokens: np.ndarray  # [m] token counts from T to past the crossing
+    extended: dict  # kind -> [m] bytes, computed from the measured bytes per token
+    mla_per_token: int
+    kda_state: int
+    crossing: float  # tokens where the MLA layer's cache equals the KDA layer's state
+    kimi_crossing: float  # the same at Kimi Linear 48B's shapes (footprints)
+
+
+def crossover_extension(layer_bytes: np.ndarray, schedule: Sequence[str]) -> Crossover:
+    """From a live decode's bytes[t, layer], the bytes per token of an MLA layer and the fixed bytes of a KDA layer,
+    and where the first passes the second; the same at Kimi Linear's shapes."""
+    layer_bytes = np.asarray(layer_bytes)
+    schedule = tuple(schedule)
+    if layer_bytes.ndim != 2 or layer_bytes.shape[1] != len(schedule) or layer_bytes.shape[0] < 2:
+        raise ValueError(f"layer_bytes must be [T ≥ 2, {len(schedule)} layers], got shape {layer_bytes.shape}")
+    if not {"mla", "kda"} <= set(schedule):
+        raise ValueError("the schedule needs at least one MLA and one KDA layer")
+    T = layer_bytes.shape[0]
+    mla = layer_bytes[:, schedule.index("mla")].astype(np.float64)
+    kda = layer_bytes[:, schedule.index("kda")].astype(np.float64)
+    per_token = int(mla[1] - mla[0])
+    state = int(kda[-1])
+    crossing = state / per_token
+    ext = np.unique(np.geomspace(T, max(4 * crossing, 2 * T), 48).round())
+    kimi = footprints.footprint(footprints.MODELS["kimi-linear-48b"], 1).per_layer
+    kimi_mla = next(layer for layer in kimi if layer.kind == "mla").kv_cache_bytes
+    kimi_kda = next(layer for layer in kimi if layer.kind == "kda").state_bytes
+    return Crossover(
+        tokens=np.arange(1, T + 1),
+        measured={"MLA layer": mla, "KDA layer": kda},
+        extended_tokens=ext,
+        extended={"MLA layer": mla[0] + per_token * (ext - 1), "KDA layer": np.full_like(ext, state)},
+        mla_per_token=per_token,
+        kda_state=state,
+        crossing=crossing,
+        kimi_crossing=kimi_kda / kimi_mla,
+    )

@@ -145,12 +145,16 @@ def test_story_figures_put_every_step_dependent_thing_in_the_frames(story, trace
         t = int(frame.name)
         assert marker in frame.traces and list(frame.data[frame.traces.index(marker)].x) == [t, t]
         assert any(a.text == f"Step {t}" for a in frame.layout.annotations)
-    rows = np.stack([np.arange(1, 13), np.ones(12)])
+    rows = {"no cache": np.arange(1, 13), "cache": np.ones(12)}
     att = attention_story(
         np.tril(np.ones((12, 12))) / np.arange(1, 13)[:, None],
         step_labels=make_story().labels,
         sentences=[f"Step {t}" for t in range(12)],
-        rows=rows,
+        series=rows,
+        series_title="rows",
+        y_title="rows",
         start=3,
     )
-    assert att.layout.sliders[0].active == 3 and len(att.frames) == 12
+    marker = next(i for i, t in enumerate(att.data) if t.meta == "step_marker")
+    assert att.layout.sliders[0].active == 3 and list(att.data[marker].x) == [3, 3] and len(att.frames) == 12
+    assert all(any(a.text == f"Step {f.name}" for a in f.layout.annotations) for f in att.frames)

@@ -184,18 +184,21 @@ def attention_story(
     *,
     step_labels: Sequence[str],
     sentences: Sequence[str],
-    rows: np.ndarray,
+    series: Mapping[str, np.ndarray],
+    series_title: str,
+    y_title: str,
     start: int | None = None,
     title: str = "",
     height: int = 480,
 ) -> go.Figure:
-    """Softmax attention generating the story: head 0's attention rows so far (left) and the rows projected per
-    token (right, with the step marker), one frame per token, with the step's sentence.
+    """Softmax attention generating the story: head 0's attention rows so far (left) and a cost per step (right:
+    rows projected, bytes cached…, with the step marker), one frame per token, with the step's sentence.
 
     Args:
         attn: [T, T] attention weights (row t: query t over keys ≤ t).
         step_labels: the token of each step. sentences: one per step.
-        rows: [2, T] Q/K/V rows projected to generate each token: without a cache (t + 1) and with one (1).
+        series: name -> [T] values per step, drawn as lines on the right. series_title, y_title: its panel's title
+            and y axis.
     """
     attn = np.asarray(attn, dtype=np.float64)
     T = attn.shape[0]
@@ -203,9 +206,11 @@ def attention_story(
         raise ValueError(f"attn must be a non-empty [T, T] array, got shape {attn.shape}")
     if len(step_labels) != T or len(sentences) != T:
         raise ValueError(f"step_labels and sentences must have {T} entries each")
-    rows = np.asarray(rows, dtype=np.float64)
-    if rows.shape != (2, T):
-        raise ValueError(f"rows must be [2, T = {T}], got shape {rows.shape}")
+    series = {name: np.asarray(y, dtype=np.float64) for name, y in series.items()}
+    for name, y in series.items():
+        if y.shape != (T,):
+            raise ValueError(f"series[{name!r}] must be [T = {T}], got shape {y.shape}")
+    top = 1.1 * max((float(np.nanmax(y)) for y in series.values()), default=1.0)
     keep = frame_indices(T)
     first = int(np.abs(keep - (T - 1 if start is None else start)).argmin())
     ticks = [f"{t} {lab}" for t, lab in enumerate(step_labels)]
@@ -216,13 +221,13 @@ def attention_story(
         z[t + 1 :] = np.nan
         return z
 
-    layout = subplot_grid(["Head 0's attention, query row by row", "Q/K/V rows projected for this token"], spacing=0.14)
+    layout = subplot_grid(["Head 0's attention, query row by row", series_title], spacing=0.14)
     titles = layout.pop("annotations", [])
     axis = dict(tickmode="array", tickvals=list(range(T)), ticktext=ticks, tickangle=-60)
     layout["xaxis"].update(title=dict(text="key (token)"), **axis)
     layout["yaxis"].update(title=dict(text="query (token)"), autorange="reversed", **axis | dict(tickangle=0))
     layout["xaxis2"].update(title=dict(text="step (token)"), range=[-0.5, T - 0.5], **axis)
-    layout["yaxis2"].update(title=dict(text="rows"), range=[0, T * 1.1], rangemode="tozero")
+    layout["yaxis2"].update(title=dict(text=y_title), range=[0, top])
     data = [
         dict(
             type="heatmap",
@@ -235,7 +240,7 @@ def attention_story(
             name="attention",
         )
     ]
-    for i, (name, r) in enumerate((("no cache: t + 1 rows", rows[0]), ("KV cache: 1 row", rows[1]))):
+    for i, (name, r) in enumerate(series.items()):
         data.append(
             dict(
                 type="scatter",
@@ -253,7 +258,7 @@ def attention_story(
             type="scatter",
             mode="lines",
             x=[int(keep[first])] * 2,
-            y=[0, T * 1.1],
+            y=[0, top],
             line=dict(color=NEUTRAL, width=3, dash="dash"),
             showlegend=False,
             hoverinfo="skip",
@@ -266,7 +271,7 @@ def attention_story(
     frames = [
         dict(
             name=str(t),
-            data=[dict(type="heatmap", z=upto(int(t))), dict(type="scatter", x=[int(t)] * 2, y=[0, T * 1.1])],
+            data=[dict(type="heatmap", z=upto(int(t))), dict(type="scatter", x=[int(t)] * 2, y=[0, top])],
             traces=[0, len(data) - 1],
             layout=dict(annotations=[*titles, _sentence(sentences[t])]),
         )
@@ -336,4 +341,82 @@ def decode_ratio_curves(
     )
     layout |= house_layout(title=title, height=height)
     layout["margin"]["b"] = 140
+    return figure(data, layout)
+
+
+def crossover(
+    tokens: np.ndarray,
+    measured: Mapping[str, np.ndarray],
+    extended_tokens: np.ndarray,
+    extended: Mapping[str, np.ndarray],
+    *,
+    crossing: float,
+    title: str = "",
+    height: int = 420,
+) -> go.Figure:
+    """Bytes one layer of each kind holds against tokens decoded: measured in the live decode (solid), and computed
+    beyond it from the same bytes per token (dashed, labelled as computed), with the crossing marked.
+
+    Args:
+        tokens: [n] decode steps measured. measured: kind -> [n] bytes.
+        extended_tokens: [m] token counts of the computed extension. extended: kind -> [m] bytes.
+        crossing: the token count where the growing cache passes the fixed state.
+    """
+    tokens = np.asarray(tokens, dtype=np.float64)
+    extended_tokens = np.asarray(extended_tokens, dtype=np.float64)
+    if set(measured) != set(extended):
+        raise ValueError("measured and extended must name the same layer kinds")
+    data = []
+    for i, kind in enumerate(measured):
+        colour = QUERY_COLOURS[i % len(QUERY_COLOURS)]
+        data.append(
+            dict(
+                type="scatter",
+                mode="lines+markers",
+                x=tokens.tolist(),
+                y=np.asarray(measured[kind], dtype=np.float64).tolist(),
+                name=f"{kind}: measured in the live decode",
+                line=dict(color=colour, width=3),
+            )
+        )
+        data.append(
+            dict(
+                type="scatter",
+                mode="lines",
+                x=extended_tokens.tolist(),
+                y=np.asarray(extended[kind], dtype=np.float64).tolist(),
+                name=f"{kind}: computed beyond it",
+                line=dict(color=colour, width=3, dash="dash"),
+            )
+        )
+    layout = dict(
+        xaxis=dict(type="log", title=dict(text="tokens decoded")),
+        yaxis=dict(type="log", title=dict(text="bytes held by one layer"), exponentformat="SI"),
+        shapes=[
+            dict(
+                type="line",
+                x0=crossing,
+                x1=crossing,
+                xref="x",
+                y0=0,
+                y1=1,
+                yref="y domain",
+                line=dict(color=NEUTRAL, width=2, dash="dot"),
+            )
+        ],
+        annotations=[
+            dict(
+                x=float(np.log10(crossing)),
+                xref="x",
+                y=1.0,
+                yref="y domain",
+                yanchor="bottom",
+                text=f"cache passes the state at {crossing:,.0f} tokens",
+                showarrow=False,
+            )
+        ],
+        legend=dict(orientation="h", x=0.0, y=-0.25, xanchor="left", yanchor="top"),
+    )
+    layout |= house_layout(title=title, height=height)
+    layout["margin"]["b"] = 150
     return figure(data, layout)
