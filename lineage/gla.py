@@ -7,7 +7,7 @@ Mamba-2 forgets with one scalar per head. GLA gives every key channel its own da
 
 Gain: some channels can hold information for long while others turn over quickly. Cost: the decay no longer
 factors out of the key sum, so the chunked form needs the per-channel decay inside the intra-chunk products
-(see :func:`lineage.recurrence._chunk_products`) — and writes are still additive.
+(see :func:`lineage.recurrence.decayed_products`) — and writes are still additive.
 It is the additive neighbour of KDA in the grid: KDA = GLA's gate + DeltaNet's write.
 """
 

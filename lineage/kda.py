@@ -11,8 +11,8 @@ v = Swish(ShortConv(W x)), g = −exp(A_log) · softplus(W↑ W↓ x + dt_bias),
 passes a sigmoid-gated RMSNorm. Kimi Linear interleaves three KDA layers per MLA layer.
 Gain: each channel chooses how long to remember — slow channels keep facts, fast ones track recent context.
 Cost: the per-channel decay sits inside the key sums of the chunked form, so its intra-chunk products cannot
-be a plain decay-masked Q Kᵀ; :func:`lineage.recurrence._chunk_products` keeps them one matrix product when
-the chunk's decay is moderate and falls back to an exact sub-chunk form when it is strong.
+be a plain decay-masked Q Kᵀ: :func:`lineage.recurrence.decayed_products` builds them from matrix products of
+factors split at causal anchors, exact at every gate strength.
 """
 
 from __future__ import annotations
