@@ -12,23 +12,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from lineage.mechanisms import linear_mechanisms
 from lineage.recurrence import recurrent_memory, run_memory
 from tests.util import assert_close
 
 MODES = ("recurrent", "chunk", "parallel")
 DTYPE_NAME = {torch.float64: "fp64", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 
-# The grid of DESIGN.md: every stage is one (write rule, gate) cell of the shared recurrence.
-STAGE_CELL = {
-    "linear_attention": ("additive", "none"),
-    "deltanet": ("delta", "none"),
-    "mamba2": ("additive", "scalar"),
-    "gla": ("additive", "channel"),
-    "gated_deltanet": ("delta", "scalar"),
-    "kda": ("delta", "channel"),
-}
+# The grid of DESIGN.md: every linear mechanism of the table is one (write rule, gate) cell of the shared recurrence.
+STAGE_CELL = {m.key: (m.rule, m.gate) for m in linear_mechanisms()}
 CELLS = list(STAGE_CELL.values())
-GATED_STAGES = ("mamba2", "gla", "gated_deltanet", "kda")
+GATED_STAGES = tuple(m.key for m in linear_mechanisms() if m.gate != "none")
 
 
 def make_inputs(B=2, H=3, T=37, K=8, V=6, *, rule="additive", gate="none", dtype=torch.float64, state=True, seed=0):
