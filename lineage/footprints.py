@@ -55,8 +55,9 @@ from lineage.mechanisms import linear_mechanisms
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
 # Layer kinds, the linear ones from the table of mechanisms (lineage.mechanisms) as it stands at import.
-SOFTMAX_KINDS = ("mha", "gqa", "mla")  # keep a cache that grows with the context
 LINEAR_KINDS = tuple(m.layer_kind for m in linear_mechanisms())  # keep a fixed state
+# keep a cache that grows with the context: the softmax mechanisms' kinds, and "gqa" (MHA with shared K/V heads)
+SOFTMAX_KINDS = ("mha", "gqa", "mla")
 LAYER_KINDS = SOFTMAX_KINDS + LINEAR_KINDS
 # layers with a short causal convolution on q, k, v
 CONV_KINDS = tuple(m.layer_kind for m in linear_mechanisms() if m.layer.conv)

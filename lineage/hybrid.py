@@ -26,14 +26,9 @@ from torch import nn
 from lineage import _checks as checks
 from lineage.footprints import MODELS, ModelSpec, periodic_schedule
 from lineage.layers import Block, LinearMemoryMixer, MixerConfig
-from lineage.mechanisms import MECHANISMS
+from lineage.mechanisms import layer_kinds
 from lineage.mla import MLA
 from lineage.softmax import CausalSelfAttention
-
-
-def layer_kinds() -> tuple[str, ...]:
-    """The kinds a schedule may name: every mechanism of :mod:`lineage.mechanisms` ("mha" for softmax)."""
-    return tuple(m.layer_kind for m in MECHANISMS.values())
 
 
 @dataclass(frozen=True)

@@ -342,6 +342,15 @@ def softmax_mechanisms() -> tuple[Mechanism, ...]:
     return tuple(m for m in _REGISTRY.values() if not m.is_linear)
 
 
+def layer_kinds() -> tuple[str, ...]:
+    """The one list of layer kinds: every mechanism's (``"mha"`` for softmax attention), in the table's order.
+
+    :mod:`lineage.hybrid` builds a layer of each; :mod:`lineage.footprints` sizes each, plus ``"gqa"``, softmax
+    attention with shared key/value heads, a cache layout of the same mechanism.
+    """
+    return tuple(m.layer_kind for m in _REGISTRY.values())
+
+
 def colours() -> dict[str, str]:
     """key -> colour of every mechanism."""
     return {k: m.colour for k, m in _REGISTRY.items()}

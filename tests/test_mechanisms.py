@@ -129,8 +129,8 @@ def test_every_layer_is_built_from_its_entry(m):
 
 
 def test_hybrid_builds_every_layer_kind_of_the_table():
-    kinds = hybrid.layer_kinds()
-    assert kinds == tuple(m.layer_kind for m in MECHANISMS.values())
+    kinds = mechanisms.layer_kinds()
+    assert kinds == ("mha", "mla", *KEYS[2:])
     stack = hybrid.HybridStack(hybrid.HybridConfig(schedule=kinds, d_model=16, n_heads=2, head_dim=8))
     y, caches = stack(torch.randn(1, 3, 16), use_cache=True)
     assert y.shape == (1, 3, 16) and len(caches) == len(kinds)
@@ -140,7 +140,7 @@ def test_footprint_kinds_come_from_the_table():
     assert tuple(m.key for m in linear_mechanisms()) == footprints.LINEAR_KINDS
     assert tuple(m.key for m in linear_mechanisms() if m.layer.conv) == footprints.CONV_KINDS
     assert footprints.NORMALIZER_KINDS == ("linear_attention",)
-    assert "linear" not in footprints.LAYER_KINDS
+    assert set(footprints.LAYER_KINDS) == {*mechanisms.layer_kinds(), "gqa"}, "one list of kinds, plus GQA's layout"
     assert {m.layer_kind for m in mechanisms.softmax_mechanisms()} <= set(footprints.SOFTMAX_KINDS)
 
 
