@@ -47,8 +47,8 @@ chart(
     plots.memory_by_stage(
         seq_lens,
         per_stage,
-        notes={"hybrid": f"{n_kda} KDA : 1 MLA layers; −{hybrid_cut:.0%} vs all-MLA at 1M"},
-        baseline=("All-MLA, same width", "what the article's −75% compares to", mla_bytes),
+        notes={"hybrid": f"{n_kda} KDA : 1 MLA layers<br>−{hybrid_cut:.0%} against all-MLA"},
+        baseline=("All-MLA, same width", "(the article's −75% baseline)", mla_bytes),
         title="Bytes one layer holds while decoding (log-log)",
     ),
     key="home_memory",

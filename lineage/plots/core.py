@@ -41,6 +41,10 @@ FONT = dict(family="Inter, system-ui, sans-serif", size=14)
 CONTROLS_PX = 52  # Play/Pause and the step slider start this far below the plot area: past the x ticks and title
 PANEL_GAP = 0.15  # paper fraction between panels: room for a colour bar and the next panel's axis labels
 SUBPLOT_TITLE_FONT = dict(size=16)  # make_subplots' size for panel titles
+# A legend under the x-axis title, clear of the chart's title at any font size (a legend above the plot area runs into
+# a left-aligned title once presenter mode enlarges both); the bottom margin that makes room for it.
+LEGEND_BELOW = dict(orientation="h", x=0.0, xanchor="left", y=-0.3, yanchor="top")
+LEGEND_BELOW_MARGIN = 130
 # Hover templates of the matrices every stage draws: the quantity in symbols, then in words.
 STATE_HOVER = "S[k=%{y}, v=%{x}] = %{z:.3f}: what key channel %{y} holds for value column %{x}"
 ATTENTION_HOVER = "A[t=%{y}, s=%{x}] = %{z:.3f}: how much of position %{x} query %{y} reads"

@@ -13,7 +13,17 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from lineage.plots.core import STATE_HOVER, Panel, animated_heatmaps, figure, heatmaps, house_layout, step_marker
+from lineage.plots.core import (
+    LEGEND_BELOW,
+    LEGEND_BELOW_MARGIN,
+    STATE_HOVER,
+    Panel,
+    animated_heatmaps,
+    figure,
+    heatmaps,
+    house_layout,
+    step_marker,
+)
 from lineage.plots.memory import PALETTE
 
 UNIT = (0.0, 1.0)  # the colour range of every gate, mask and retention map
@@ -59,9 +69,11 @@ def over_time(
     layout = dict(
         xaxis=dict(title=dict(text="step t"), range=[-0.5, T - 0.5]),
         yaxis=dict(title=dict(text=y_title), range=list(y_range) if y_range else None),
-        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1.0, xanchor="right"),
+        legend=LEGEND_BELOW,
     )
-    fig = figure(data, layout | house_layout(title=title, height=height))
+    layout |= house_layout(title=title, height=height)
+    layout["margin"]["b"] = LEGEND_BELOW_MARGIN
+    fig = figure(data, layout)
     if step is not None:
         step_marker(fig, step)
     return fig

@@ -12,6 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lineage.plots.core import (
+    LEGEND_BELOW,
+    LEGEND_BELOW_MARGIN,
     STATE_HOVER,
     Panel,
     animated_heatmaps,
@@ -24,6 +26,9 @@ from lineage.plots.core import (
     subplot_grid,
 )
 from lineage.plots.memory import PALETTE
+from lineage.plots.palette import mechanism_line
+
+SETTING_DASHES = ("dot", "dash", "longdash", "dashdot")  # lines of one mechanism at several settings
 
 
 def _array(name: str, x, ndim: int) -> np.ndarray:
@@ -175,33 +180,56 @@ def recall_and_norm(
 
 
 def recall_by_age(
-    curves: Mapping[str, np.ndarray], *, emphasis: str | None = None, title: str = "", height: int = 380
+    curves: Mapping[str, np.ndarray],
+    *,
+    mechanisms: Mapping[str, str] | None = None,
+    emphasis: str | None = None,
+    title: str = "",
+    height: int = 380,
 ) -> go.Figure:
-    """Recall error of a pair against how many steps ago it was written, one line per memory or setting."""
+    """Recall error of a pair against how many steps ago it was written, one line per memory or setting.
+
+    Args:
+        curves: line name -> [A] error by age.
+        mechanisms: line name -> the mechanism it runs ("deltanet", …): the line takes that mechanism's colour,
+            and lines of one mechanism (several settings) differ by dash. Lines not named here take the palette.
+        emphasis: the line drawn bold with markers (the reader's own setting).
+    """
     if not curves:
         raise ValueError("curves must name at least one line")
+    mechanisms = dict(mechanisms or {})
+    dashes = iter(SETTING_DASHES * len(curves))
     data = []
     for i, (name, y) in enumerate(curves.items()):
         y = _array(f"curves[{name!r}]", y, 1)
         bold = name == emphasis
+        if name in mechanisms:
+            line, marker = mechanism_line(mechanisms[name], width=4 if bold else 2)
+            group = mechanisms[name]
+        else:
+            line, marker, group = dict(color=PALETTE[i % len(PALETTE)], width=4 if bold else 2), {}, None
+        line["dash"] = "solid" if bold else next(dashes)
         data.append(
             dict(
                 type="scatter",
                 x=np.arange(y.size),
                 y=y,
                 name=name,
+                legendgroup=group,
                 mode="lines+markers" if bold else "lines",
-                marker=dict(size=5),
-                line=dict(color=PALETTE[i % len(PALETTE)], width=4 if bold else 2, dash=None if bold else "dot"),
+                marker={**marker, "size": 7} if bold else None,
+                line=line,
                 hovertemplate=f"{name}<br>written %{{x}} steps before: %{{y:.3f}}<extra></extra>",
             )
         )
     layout = dict(
         xaxis=dict(title=dict(text="age of the pair (steps since it was written)")),
         yaxis=dict(title=dict(text="recall error ‖read − v‖ / ‖v‖"), rangemode="tozero"),
-        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0.0),
+        legend=LEGEND_BELOW,
     )
-    return figure(data, layout | house_layout(title=title, height=height))
+    layout |= house_layout(title=title, height=height)
+    layout["margin"]["b"] = LEGEND_BELOW_MARGIN
+    return figure(data, layout)
 
 
 def mixing(A: np.ndarray, *, title: str = "", height: int = 440) -> go.Figure:

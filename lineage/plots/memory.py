@@ -180,25 +180,37 @@ def decode_time_vs_context(
     *,
     floor_ms: np.ndarray | None = None,
     floor_name: str = "bandwidth floor (bytes read / copy bandwidth)",
+    mechanisms: Mapping[str, str] | None = None,
     title: str = "Time of one decoding step against context",
     height: int = 460,
 ) -> go.Figure:
-    """Log-log milliseconds per token against context, one line per layer, with an optional bandwidth floor."""
+    """Log-log milliseconds per token against context, one line per layer, with an optional bandwidth floor.
+
+    ``mechanisms``: series name -> the mechanism it times ("softmax", "kda", …), whose colour and line it takes.
+    """
     x = _check_1d("contexts", contexts)
     if not series:
         raise ValueError("series must hold at least one layer")
-    data = [
-        dict(
-            type="scatter",
-            x=x,
-            y=_check_1d(f"series[{name!r}]", y, x.size),
-            mode="lines+markers",
-            name=name,
-            line=dict(color=PALETTE[i % len(PALETTE)], width=3),
-            hovertemplate=f"<b>{name}</b><br>%{{x:,}} tokens: %{{y:.4g}} ms/token<extra></extra>",
+    mechanisms = dict(mechanisms or {})
+    data = []
+    for i, (name, y) in enumerate(series.items()):
+        if name in mechanisms:
+            line, marker = mechanism_line(mechanisms[name])
+        else:
+            line, marker = dict(color=PALETTE[i % len(PALETTE)], width=3), {}
+        data.append(
+            dict(
+                type="scatter",
+                x=x,
+                y=_check_1d(f"series[{name!r}]", y, x.size),
+                mode="lines+markers",
+                name=name,
+                legendgroup=mechanisms.get(name),
+                line=line,
+                marker=marker or None,
+                hovertemplate=f"<b>{name}</b><br>%{{x:,}} tokens: %{{y:.4g}} ms/token<extra></extra>",
+            )
         )
-        for i, (name, y) in enumerate(series.items())
-    ]
     if floor_ms is not None:
         data.append(
             dict(
@@ -364,7 +376,7 @@ def memory_by_stage(
             rows.append(f"{format_bytes(min(held))}–{format_bytes(max(held))} each")
         texts.append("<br>".join(rows))
         at.append(float(np.mean(ends[cluster])))
-        heights.append(LABEL_PX * len(rows))
+        heights.append(LABEL_PX * sum(1 + row.count("<br>") for row in rows))
     true_px = [(a - lo) * px_per_decade for a in at]
     placed = _spread(true_px, heights)
     annotations = [
@@ -387,8 +399,13 @@ def memory_by_stage(
         for t, a, p, q in zip(texts, at, placed, true_px, strict=True)
     ]
     decades = 10.0 ** np.arange(lo, hi + 1)
+    pad = 0.02 * np.log10(x[-1] / x[0])  # set, not autoranged: autorange would make room for the end labels
     layout = dict(
-        xaxis=dict(type="log", title=dict(text="context length (tokens)")),
+        xaxis=dict(
+            type="log",
+            title=dict(text="context length (tokens)"),
+            range=[np.log10(x[0]) - pad, np.log10(x[-1]) + pad],
+        ),
         yaxis=dict(
             type="log",
             title=dict(text="bytes one layer holds"),

@@ -32,6 +32,7 @@ class Projection:
 
 
 PROJECTION = Projection()
+INK = "#000000"
 GLYPH_EM = 0.62  # width of a digit or a minus sign, in ems of the font (Inter, system-ui)
 LINE_EM = 1.25  # height a line of cell text needs, in ems
 CELL_PAD_PX = 4
@@ -49,6 +50,11 @@ def _domain(layout: go.Layout, axis: str, letter: str) -> tuple[float, float]:
     ax = layout[name] if name in layout else None  # noqa: SIM401 (a Layout has no .get)
     dom = getattr(ax, "domain", None) if ax is not None else None
     return (float(dom[0]), float(dom[1])) if dom else (0.0, 1.0)
+
+
+def _decades_only(axis) -> None:
+    if axis.type == "log" and axis.tickvals is None and axis.dtick is None:
+        axis.dtick = 1
 
 
 def cell_text_fits(fig: go.Figure, trace, *, tick_px: int, width_px: int) -> bool:
@@ -72,14 +78,22 @@ def for_projection(fig: go.Figure, p: Projection = PROJECTION) -> go.Figure:
     """Raise every text of ``fig`` to projector sizes (never lower one), thicken thin lines, make it taller."""
     layout = fig.layout
     fig.update_layout(
-        font=dict(size=max(p.text, (layout.font.size or 0)), color="#000000"),
-        title_font=_bigger(layout.title.font, p.title),
-        legend=dict(font=_bigger(layout.legend.font, p.text), title_font=_bigger(layout.legend.title.font, p.text)),
+        font=dict(size=max(p.text, (layout.font.size or 0)), color=INK),
+        title_font={**_bigger(layout.title.font, p.title), "color": INK},
+        legend=dict(
+            font={**_bigger(layout.legend.font, p.text), "color": INK},
+            title_font=_bigger(layout.legend.title.font, p.text),
+        ),
         hoverlabel=dict(font=_bigger(layout.hoverlabel.font, p.text)),
         height=max(int((layout.height or 450) * p.height_scale), p.min_height),
     )
-    fig.update_xaxes(tickfont=dict(size=p.tick), title_font=dict(size=p.text))
-    fig.update_yaxes(tickfont=dict(size=p.tick), title_font=dict(size=p.text))
+    # black, not a theme's grey: a projector washes light greys out
+    axis_fonts = dict(tickfont=dict(size=p.tick, color=INK), title_font=dict(size=p.text, color=INK))
+    fig.update_xaxes(**axis_fonts)
+    fig.update_yaxes(**axis_fonts)
+    # A log axis labels 2 and 5 between decades in smaller type (three quarters of the tick size): label decades only.
+    fig.for_each_xaxis(_decades_only)
+    fig.for_each_yaxis(_decades_only)
     for note in layout.annotations or ():
         note.font = _bigger(note.font, p.text)
     for slider in layout.sliders or ():
@@ -97,7 +111,7 @@ def for_projection(fig: go.Figure, p: Projection = PROJECTION) -> go.Figure:
         if bar is None and hasattr(trace, "marker") and getattr(trace.marker, "colorbar", None) is not None:
             bar = trace.marker.colorbar if trace.marker.showscale else None
         if bar is not None:
-            bar.tickfont = _bigger(bar.tickfont, p.tick)
+            bar.tickfont = {**_bigger(bar.tickfont, p.tick), "color": INK}
             bar.title.font = _bigger(bar.title.font, p.text)
             bar.thickness = max(bar.thickness or 0, 20)
         if hasattr(trace, "textfont"):

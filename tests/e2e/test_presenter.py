@@ -1,0 +1,107 @@
+"""Presenter mode as a projector shows it: every page at 1920×1080 with ``?present=1``, measured in Chromium.
+
+On every page: every text Plotly draws (axis ticks and titles, legends, colour-bar ticks, annotations, heatmap cell
+numbers where shown, the animation's buttons and slider) is at least 18 px; every ``st.metric`` value at least
+48 px; no element is wider than the viewport, at 1920×1080 and at 1280×720 (an element inside a box that scrolls or
+clips on its own, like a code block, does not count: the page itself does not scroll sideways).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.checks import LOAD_TIMEOUT_MS, assert_clean, wait_until_rendered
+from ui.classroom import PRESENTER_PX
+from ui.nav import PAGES
+
+pytestmark = pytest.mark.browser
+
+SCREENS = ((1920, 1080), (1280, 720))
+MIN_CHART_TEXT_PX = PRESENTER_PX["tick"]
+
+# Every visible text element of every Plotly chart, with its drawn size (the SVG text's computed font size).
+CHART_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot svg text')]
+    .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0
+        && getComputedStyle(t).visibility !== 'hidden' && getComputedStyle(t).display !== 'none')
+    .map(t => ({
+        px: parseFloat(getComputedStyle(t).fontSize),
+        text: t.textContent.trim().slice(0, 40),
+        where: (t.closest('g[class]')?.getAttribute('class') || '').split(' ')[0],
+    }))"""
+
+# The drawn size of every st.metric value (its text sits in nested elements: the innermost one's size is drawn).
+METRIC_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMetricValue"]')].map(m => {
+    const walker = document.createTreeWalker(m, NodeFilter.SHOW_TEXT);
+    const sizes = [];
+    for (let n = walker.nextNode(); n; n = walker.nextNode())
+        if (n.textContent.trim()) sizes.push(parseFloat(getComputedStyle(n.parentElement).fontSize));
+    return {value: m.innerText.trim(), px: Math.min(...sizes)};
+})"""
+
+# Elements reaching past the right edge of the window, unless a box around them clips or scrolls them within it.
+TOO_WIDE_JS = """() => {
+    const clipped = (el) => {
+        for (let a = el.parentElement; a; a = a.parentElement) {
+            if (getComputedStyle(a).overflowX !== 'visible' && a.getBoundingClientRect().right <= innerWidth + 1)
+                return true;
+        }
+        return false;
+    };
+    const out = [];
+    for (const el of document.querySelectorAll('[data-testid="stMain"] *')) {
+        const r = el.getBoundingClientRect();
+        if (r.width === 0 || r.right <= 0) continue;  // not drawn, or parked off-screen on purpose
+        if ((r.right > innerWidth + 1 || r.width > innerWidth + 1) && !clipped(el))
+            out.push(`${el.tagName.toLowerCase()}.${String(el.className.baseVal ?? el.className).slice(0, 40)} `
+                + `in ${el.closest('[data-testid]')?.getAttribute('data-testid')}: right edge ${Math.round(r.right)}`);
+    }
+    return {out: out.slice(0, 10), scroll: document.scrollingElement.scrollWidth};
+}"""
+
+
+def open_presenting(page, url: str) -> None:
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector('[data-testid="stMain"] h1', timeout=LOAD_TIMEOUT_MS)
+    wait_until_rendered(page)
+
+
+def too_wide(page, width: int) -> list[str]:
+    found = page.evaluate(TOO_WIDE_JS)
+    assert found["scroll"] <= width, f"the page scrolls sideways: {found['scroll']} px wide in a {width} px window"
+    return found["out"]
+
+
+@pytest.mark.parametrize("entry", PAGES, ids=[e.url_path for e in PAGES])
+def test_every_page_reads_from_the_back_of_the_room(watched, server, entry):
+    page = watched.page
+    path = "" if entry.url_path == "home" else entry.url_path  # the default page's own address is the root
+    for i, (width, height) in enumerate(SCREENS):
+        page.set_viewport_size({"width": width, "height": height})
+        if i == 0:
+            open_presenting(page, f"{server.url}/{path}?present=1")
+        else:
+            page.wait_for_timeout(1000)  # charts follow the new width (no rerun)
+        wide = too_wide(page, width)
+        assert not wide, f"{entry.url_path} at {width}×{height}: wider than the window: {wide}"
+
+        texts = page.evaluate(CHART_TEXT_JS)
+        small = [t for t in texts if t["px"] < MIN_CHART_TEXT_PX]
+        assert not small, f"{entry.url_path} at {width}×{height}: chart text under {MIN_CHART_TEXT_PX} px: {small[:8]}"
+        if page.locator('[data-testid="stMain"] .js-plotly-plot').count():
+            assert texts, f"{entry.url_path}: charts drawn, but no chart text measured"
+
+        metrics = page.evaluate(METRIC_JS)
+        small_numbers = [m for m in metrics if not m["px"] >= PRESENTER_PX["metric"]]
+        assert not small_numbers, f"{entry.url_path}: key numbers under {PRESENTER_PX['metric']} px: {small_numbers}"
+    assert_clean(watched, f"/{entry.url_path}?present=1")
+
+
+def test_the_checks_see_what_normal_mode_draws(watched, server):
+    """Without presenter mode the same measurements find ticks under 18 px and key numbers under 48 px: the checks
+    above measure real sizes, not their own assumptions."""
+    page = watched.page
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    open_presenting(page, f"{server.url}/gpt2")
+    assert min(t["px"] for t in page.evaluate(CHART_TEXT_JS)) < MIN_CHART_TEXT_PX
+    assert max(m["px"] for m in page.evaluate(METRIC_JS)) < PRESENTER_PX["metric"]
+    assert_clean(watched, "/gpt2")
