@@ -142,7 +142,12 @@ st.markdown(
     "written. Same inputs for every line."
 )
 chart(
-    plots.recall_by_age(by_age, emphasis=next(iter(by_age)), title="Recall error by the age of the pair"),
+    plots.recall_by_age(
+        by_age,
+        mechanisms={name: "linear_attention" if name.startswith("linear") else "deltanet" for name in by_age},
+        emphasis=next(iter(by_age)),
+        title="Recall error by the age of the pair",
+    ),
     key="deltanet_beta_chart",
     alt="Recall error against the age of a stored pair, for several write strengths and for linear attention.",
 )
