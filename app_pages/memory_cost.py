@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from lineage import footprints, plots
+from ui.classroom import chart
 from ui.common import measured_bandwidth, what_to_notice
 
 SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # 1 token to 1M = 2^20
@@ -111,6 +112,37 @@ else:
     st.caption(f"Layers: {' '.join(k.upper() for k in custom.layer_kinds)}")
 
 
+TABLE_LABELS = {  # short headers, so the table fits the width of the page (1440 px and up) without scrolling
+    "KV cache (bytes)": "KV cache",
+    "state (bytes)": "state",
+    "read per token (bytes)": "read / token",
+    "floor, cache + state (ms/token)": "floor, ms/token",
+    "weights read per token (bytes)": "weights / token",
+    "floor incl. weights, batch 1 (ms/token)": "floor incl. weights",
+    "released context (tokens)": "released context",
+}
+TABLE_HELP = {
+    "read per token (bytes)": "Cache + state read to decode one token of one sequence.",
+    "floor, cache + state (ms/token)": "Bytes read per token ÷ bandwidth: no decoder on this memory is faster.",
+    "weights read per token (bytes)": "Weights read per decoding step (MoE: the activated ones); shared by a batch.",
+    "floor incl. weights, batch 1 (ms/token)": "(cache + state + weights) ÷ bandwidth, for one sequence.",
+}
+
+
+def human_bytes(n) -> str:
+    return "" if n is None or pd.isna(n) else plots.format_bytes(n)
+
+
+def human_tokens(n) -> str:
+    """A context length as models name it (powers of two): 1,048,576 -> "1M", 163,840 -> "160K"."""
+    if n is None or pd.isna(n):
+        return ""
+    for unit, size in (("M", 2**20), ("K", 2**10)):
+        if n >= size and n % (size // 1024 or 1) == 0:
+            return f"{n / size:,.4g}{unit}"
+    return f"{int(n):,}"
+
+
 # ---- one cached call per view --------------------------------------------------------------------------------
 
 
@@ -183,7 +215,7 @@ except ValueError as exc:
     view = None
 
 series = curves(dtype, custom_args)
-st.plotly_chart(
+chart(
     plots.cache_vs_length(
         SEQ_LENS,
         series,
@@ -192,6 +224,8 @@ st.plotly_chart(
         title=f"Bytes held while decoding one sequence ({dtype}), 1 to {MILLION:,} tokens",
     ),
     key="memory_cost_chart",
+    alt="Log-log lines of bytes held against context length for each model, with the memory of three GPUs as "
+    "flat dotted lines: the softmax models rise as straight lines, Kimi Linear starts flat and bends up.",
 )
 st.caption(
     "Hover a line for the exact bytes. Dotted lines: the whole memory of one GPU — a model's weights need room "
@@ -202,17 +236,24 @@ st.caption(
 
 if view is not None:
     st.subheader(f"At {int(seq_len):,} tokens, read at {bandwidth_label}")
-    bytes_column = st.column_config.NumberColumn(format="localized")
-    ms_column = st.column_config.NumberColumn(format="%.4g")
+    table = view["table"]
+    # Human units in the cells (the exact counts stay the table's values: copy a cell, or see them below)
+    shown = {c: human_bytes for c in table.columns if "bytes" in c}
+    shown |= {c: "{:.4g}".format for c in table.columns if "ms/token" in c}
+    shown["released context (tokens)"] = human_tokens
     st.dataframe(
-        view["table"],
+        table.style.format(shown, na_rep=""),
         hide_index=True,
         key="memory_cost_table",
-        column_config={
-            **{c: bytes_column for c in view["table"].columns if "bytes" in c or "tokens" in c},
-            **{c: ms_column for c in view["table"].columns if "ms/token" in c},
-        },
+        width="stretch",
+        column_config={c: st.column_config.Column(label, help=TABLE_HELP.get(c)) for c, label in TABLE_LABELS.items()},
     )
+    with st.expander("The same table with exact byte counts"):
+        st.dataframe(
+            table,
+            hide_index=True,
+            column_config={c: st.column_config.NumberColumn(format="localized") for c in shown if "bytes" in c},
+        )
     st.caption(
         "Floor = bytes read ÷ bandwidth: no implementation on that memory can decode a token faster. The cache and "
         "state are per sequence; the weights are read once per step for the whole batch (dense models: every "
@@ -243,9 +284,11 @@ if view is not None:
         key="memory_cost_layer_model",
     )
     kinds, cache_b, state_b = view["layers"][chosen]
-    st.plotly_chart(
+    chart(
         plots.per_layer_bars(kinds, cache_b, state_b, title=f"{chosen}: bytes per layer at {int(seq_len):,} tokens"),
         key="memory_cost_layers_chart",
+        alt=f"Stacked bars, one per layer of {chosen}: the cache each caching layer holds and the fixed state of the "
+        "others.",
     )
 
 # ---- sources ---------------------------------------------------------------------------------------------------
