@@ -8,6 +8,7 @@ import streamlit as st
 from lineage import bench_decode, plots
 from lineage.device import device_info
 from lineage.softmax import decode_step
+from ui.classroom import chart
 from ui.common import caps, device_label, remember_measured_bandwidth, show_code, what_to_notice
 
 NOISY_SPREAD = 2.0  # a KDA step whose medians differ more than this across contexts was disturbed by other work
@@ -95,18 +96,22 @@ if result is not None:
         f"{r.wall_seconds:.1f} s. Other work on this machine (other visitors, other programs) makes single runs "
         "noisy; the median resists it, but does not remove it."
     )
-    st.plotly_chart(
+    chart(
         plots.decode_time_vs_context(
             r.contexts,
             {"KV-cache softmax step": r.kv_ms, "KDA recurrent step": r.kda_ms},
             floor_ms=r.kv_floor_ms,
+            mechanisms={"KV-cache softmax step": "softmax", "KDA recurrent step": "kda"},
             title=f"One decoding step, {r.heads} heads × {r.head_dim}, on {r.device_type}",
         ),
         key="live_benchmark_time_chart",
+        alt="Log-log milliseconds per decoding step against context: the KV-cache step rises with the context, the "
+        "KDA step stays flat, the dotted bandwidth floor rises beneath the KV step.",
     )
-    st.plotly_chart(
+    chart(
         plots.bandwidth_fraction(r.contexts, r.kv_fraction_of_copy, copy_bytes_per_s=r.copy_bytes_per_s),
         key="live_benchmark_bandwidth_chart",
+        alt="The KV-cache step's bytes read per second as a share of a plain memory copy, against context.",
     )
     with st.expander("The numbers (as the command line prints them)"):
         st.code(bench_decode.format_table(r), language="text")

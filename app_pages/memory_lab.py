@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import lab, plots
+from ui.classroom import chart
 from ui.common import cap_note, caps, run_or_error, seed, show_code
 
 CACHE = dict(max_entries=64, ttl=3600, show_spinner=False)
@@ -194,8 +195,17 @@ g1 = gate_sliders("overwrite", alpha=lab.OVERWRITE_GATES.alpha)
 st.caption(kda_split(d_k, g1))
 r1 = run_or_error(run_overwrite, **stream, n_between=n_between, **g1)
 if r1 is not None:
-    st.plotly_chart(plots.overwrite_vectors(r1), key="lab_overwrite_vectors")
-    st.plotly_chart(plots.overwrite_blend(r1), key="lab_overwrite_blend")
+    chart(
+        plots.overwrite_vectors(r1),
+        key="lab_overwrite_vectors",
+        alt="Heatmap, one row per mechanism: the vector each one returns for the overwritten key, beside the old "
+        "value v1 and the new value v2.",
+    )
+    chart(
+        plots.overwrite_blend(r1),
+        key="lab_overwrite_blend",
+        alt="Grouped bars per mechanism: how much of the old value, of the new value and of crosstalk each read holds.",
+    )
     what_this_shows(r1)
 
 # ---- 2. capacity -------------------------------------------------------------------------------------------------
@@ -229,7 +239,11 @@ if trials * n_max**2 * d_k**2 > work_cap:
 else:
     r2 = run_or_error(run_capacity, **stream, n_max=n_max, trials=trials, **g2)
 if r2 is not None:
-    st.plotly_chart(plots.capacity_curves(r2), key="lab_capacity_chart")
+    chart(
+        plots.capacity_curves(r2),
+        key="lab_capacity_chart",
+        alt="Recall error and accuracy against the number of stored pairs, one line per mechanism, N = d_k marked.",
+    )
     what_this_shows(r2)
 
 # ---- 3. topic switch ---------------------------------------------------------------------------------------------
@@ -250,7 +264,12 @@ n_b = b.slider("Pairs on topic B", 1, lab.MAX_PAIRS // 2, 8, bind="query-params"
 g3 = gate_sliders("topic", alpha=lab.TOPIC_GATES.alpha, reset=True)
 r3 = run_or_error(run_topic_switch, **stream, n_a=n_a, n_b=n_b, **g3)
 if r3 is not None:
-    st.plotly_chart(plots.topic_switch_figure(r3), key="lab_topic_chart")
+    chart(
+        plots.topic_switch_figure(r3),
+        key="lab_topic_chart",
+        alt="Left: how much of topic A each mechanism still returns as topic B is written. Right: error on topic B "
+        "with and without topic A first.",
+    )
     what_this_shows(r3)
 
 # ---- 4. per-channel retention ------------------------------------------------------------------------------------
@@ -282,7 +301,11 @@ st.caption(
 )
 r4 = run_or_error(run_retention, **stream, n_long=n_long, n_short=n_short, **g4)
 if r4 is not None:
-    st.plotly_chart(plots.retention_figure(r4), key="lab_retention_chart")
+    chart(
+        plots.retention_figure(r4),
+        key="lab_retention_chart",
+        alt="Left: what each gate keeps after a lag. Right: error on the long-lived facts as short-lived ones arrive.",
+    )
     what_this_shows(r4)
 
 # ---- 5. hybrid retrieval -----------------------------------------------------------------------------------------
@@ -301,7 +324,11 @@ g5 = gate_sliders("needle", alpha=lab.NEEDLE_GATES.alpha, slow=True)
 st.caption(kda_split(d_k, g5))
 r5 = run_or_error(run_needle, **stream, n_fill=n_fill, **g5)
 if r5 is not None:
-    st.plotly_chart(plots.needle_curves(r5), key="lab_needle_chart")
+    chart(
+        plots.needle_curves(r5),
+        key="lab_needle_chart",
+        alt="The needle's recall error against the pairs stored after it, for pure KDA and for the hybrid.",
+    )
     what_this_shows(r5)
 
 # ---- the overview, at the top ------------------------------------------------------------------------------------
