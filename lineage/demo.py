@@ -19,20 +19,23 @@ import torch.nn.functional as F
 
 from lineage import _checks as checks
 from lineage.device import device_info, get_device
+from lineage.io_cost import (
+    RecomputeCost,
+    recompute_generation_cost,
+    standard_attention_io_bytes,
+    tiled_attention_io_bytes,
+)
 from lineage.lab import MAX_D_K, MAX_PAIRS, recall_error
 from lineage.linear_attention import NORMALIZER_EPS
-from lineage.recurrence import MemoryTrace, _segsum, chunk_memory, parallel_memory, recurrent_memory
+from lineage.numerics import rel_rms
+from lineage.recurrence import MemoryTrace, chunk_memory, parallel_memory, recurrent_memory, segsum
 from lineage.softmax import (
     CausalSelfAttention,
-    RecomputeCost,
     SoftmaxTrace,
     TiledTrace,
     decode_cached,
     decode_recompute,
-    recompute_generation_cost,
     softmax_attention,
-    standard_attention_io_bytes,
-    tiled_attention_io_bytes,
     tiled_softmax_attention,
     trace_softmax,
 )
@@ -67,8 +70,8 @@ class StageRun:
     trace: MemoryTrace  # of the reference recurrence; arrays [1, 1, T, ...]
     output_chunk: np.ndarray  # [T, V] chunked form on the device
     output_parallel: np.ndarray  # [T, V] T×T form on the device
-    err_chunk: float  # max |chunk − recurrent| / max |recurrent|
-    err_parallel: float  # max |parallel − recurrent| / max |recurrent|
+    err_chunk: float  # ‖chunk − recurrent‖ / ‖recurrent‖ (lineage.numerics.rel_rms)
+    err_parallel: float  # ‖parallel − recurrent‖ / ‖recurrent‖
     seconds: dict  # median wall time per form on the device: {"recurrent", "chunk", "parallel"}
     device: str  # label of the device that ran the chunked/parallel forms
     scale: float
@@ -124,10 +127,6 @@ def make_inputs(stage_key: str, T: int, K: int, V: int, seed: int, rule: GateRul
     return q, k, v, g, beta
 
 
-def _max_rel_err(actual: torch.Tensor, reference: torch.Tensor) -> float:
-    return float((actual.cpu() - reference).abs().max() / reference.abs().max().clamp_min(1e-30))
-
-
 def run_stage(
     stage_key: str,
     T: int = 32,
@@ -181,8 +180,8 @@ def run_stage(
         trace=trace,
         output_chunk=o_chunk[0, 0].cpu().numpy(),
         output_parallel=o_par[0, 0].cpu().numpy(),
-        err_chunk=_max_rel_err(o_chunk, o_ref),
-        err_parallel=_max_rel_err(o_par, o_ref),
+        err_chunk=rel_rms(o_chunk, o_ref),
+        err_parallel=rel_rms(o_par, o_ref),
         seconds=seconds,
         device=device_info(device).label,
         scale=K**-0.5,
@@ -247,7 +246,7 @@ def decay_mask(g: np.ndarray) -> np.ndarray:
     g = g[:, None] if g.ndim == 1 else g
     if g.ndim != 2 or g.size == 0:
         raise ValueError(f"g must be a non-empty [T] or [T, K] array of log-decays, got shape {g.shape}")
-    return torch.exp(_segsum(torch.from_numpy(g))).numpy()
+    return torch.exp(segsum(torch.from_numpy(g))).numpy()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -391,10 +390,10 @@ class SoftmaxRun:
     rows_recompute: int  # token rows projected to Q/K/V while generating without a cache (counted by the loop)
     rows_cached: int  # the same with a cache: one per token
     layer_cache_bytes: int  # KVCache.nbytes of the whole layer (every head) after the T tokens
-    err_recompute: float  # max |recompute − cached| / max |cached| over the layer's outputs
+    err_recompute: float  # ‖recompute − cached‖ / ‖cached‖ over the layer's outputs
     seconds: dict  # wall time to generate the T tokens on the device: {"recompute", "cached"}
     tiled: TiledTrace  # the online softmax of head 0, block by block, and both IO byte counts
-    err_tiled: float  # max |tiled − standard| / max |standard| for head 0
+    err_tiled: float  # ‖tiled − standard‖ / ‖standard‖ for head 0
     io_seq_lens: np.ndarray  # [n] sequence lengths for the IO comparison, 16 … 65,536
     io_standard: np.ndarray  # [n] slow-memory bytes of the standard form, one head of this width, fp32
     io_tiled: np.ndarray  # [n] the same for the tiled form at this block size
@@ -460,10 +459,10 @@ def run_softmax(
         rows_recompute=rows,
         rows_cached=T,
         layer_cache_bytes=cache.nbytes,
-        err_recompute=_max_rel_err(y_recompute, y_cached.cpu()),
+        err_recompute=rel_rms(y_recompute, y_cached.cpu()),
         seconds=seconds,
         tiled=tiled,
-        err_tiled=_max_rel_err(o_tiled, o_standard.cpu()),
+        err_tiled=rel_rms(o_tiled, o_standard.cpu()),
         io_seq_lens=np.array(io_lens),
         io_standard=np.array([standard_attention_io_bytes(n, head_dim).total for n in io_lens]),
         io_tiled=np.array([tiled_attention_io_bytes(n, head_dim, block_size=block_size).total for n in io_lens]),
