@@ -49,7 +49,7 @@ with st.expander("How the lab works — and what “the hybrid” is"):
   returns the read of every cue after every write — whole curves, computed live in float64.
 """
     )
-    show_code(lab.run_mechanisms, lab.Gates.kda_alpha, title="The code that runs every mechanism")
+    show_code(lab.run_mechanisms, lab.Gates.channel_alpha, title="The code that runs every mechanism")
 
 st.subheader("The stream")
 a, b, c = st.columns(3)
@@ -132,7 +132,7 @@ def kda_split(d_k: int, gates: dict) -> str:
     if gates.get("alpha_slow", 1.0) < gates["alpha"]:
         return ""
     g = lab.Gates(**gates)
-    alphas = g.kda_alpha(d_k)
+    alphas = g.channel_alpha(d_k)
     n_slow = g.n_slow(d_k)
     return f"KDA: {n_slow} slow channels at α = {alphas[0]:.3g}, {d_k - n_slow} fast at α = {alphas[-1]:.3g}."
 
