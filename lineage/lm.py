@@ -26,12 +26,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from lineage import _checks as checks
-from lineage.hybrid import HybridConfig, periodic_schedule, seeded_stack
+from lineage.footprints import periodic_schedule
+from lineage.hybrid import HybridConfig, seeded_stack
 from lineage.layers import LinearMemoryMixer
 from lineage.mechanisms import linear_mechanisms
 
@@ -159,3 +161,65 @@ def forms(model: nn.Module, mode: str) -> Iterator[nn.Module]:
     finally:
         for h in handles:
             h.remove()
+
+
+@dataclass
+class LearnedLayer:
+    """What one trained linear-memory layer did on one sequence (batch element 0), as numpy.
+
+    Attributes:
+        block: the layer's position in the stack (0 = bottom).
+        kind: its mechanism.
+        alpha: the decay it applied, α = exp(g): [H, T] (one per head), [H, T, K] (one per key channel), or None.
+        beta: its write strength per token, [H, T], or None (additive write).
+        states: S_t after every token, [T, H, K, V] (linear attention's normaliser column left out).
+    """
+
+    block: int
+    kind: str
+    alpha: np.ndarray | None
+    beta: np.ndarray | None
+    states: np.ndarray
+
+
+def learned_layers(model: LM, tokens: torch.Tensor) -> tuple[torch.Tensor, list[LearnedLayer]]:
+    """Run ``model`` on ``tokens`` [1, T] and open up its linear-memory layers: the gates and β they computed from
+    the data, and their state after every token (each layer decoded one token at a time from its own input).
+
+    Returns (logits [1, T, vocab], one :class:`LearnedLayer` per linear-memory layer, bottom to top).
+    """
+    if tokens.dim() != 2 or tokens.shape[0] != 1:
+        raise ValueError(f"tokens must be one sequence [1, T], got {tuple(tokens.shape)}")
+    seen: dict[int, torch.Tensor] = {}
+
+    def keep_input(module, args, kwargs):
+        seen[id(module)] = args[0].detach()
+
+    mixers = model.mixers()
+    handles = [m.register_forward_pre_hook(keep_input, with_kwargs=True) for m in mixers]
+    try:
+        with torch.no_grad():
+            logits = model(tokens)
+    finally:
+        for h in handles:
+            h.remove()
+    blocks = [b.mixer for b in model.stack.blocks]
+    layers = []
+    with torch.no_grad():
+        for mixer in mixers:
+            x = seen[id(mixer)]
+            g, beta = mixer.gates(x)
+            cache, states = None, []
+            for t in range(x.shape[1]):
+                _, cache = mixer(x[:, t : t + 1], cache=cache, use_cache=True)
+                states.append(cache.S[0, ..., : mixer.cfg.head_v])  # (H, K, V)
+            layers.append(
+                LearnedLayer(
+                    block=blocks.index(mixer),
+                    kind=mixer.mechanism.key,
+                    alpha=None if g is None else torch.exp(g[0]).numpy(),
+                    beta=None if beta is None else beta[0].numpy(),
+                    states=torch.stack(states).numpy(),
+                )
+            )
+    return logits, layers

@@ -197,7 +197,8 @@ def sweep_points(
     """The Zoology-style grid: every mixer at every number of pairs (at ``task.seq_len``), then at every sequence
     length (at ``task.n_pairs``). Without ``pairs`` and ``lengths``: every mixer on ``task`` as it is."""
     tasks = [replace(task, n_pairs=n) for n in pairs] + [replace(task, seq_len=T) for T in lengths]
-    return [SweepPoint(t, m) for t in (tasks or [task]) for m in mixers]
+    unique = list(dict.fromkeys(tasks or [task]))  # a point on both axes (n_pairs, seq_len) is trained once
+    return [SweepPoint(t, m) for t in unique for m in mixers]
 
 
 def sweep(
