@@ -8,7 +8,7 @@ from lineage import claims, demo, plots
 from lineage.deltanet import deltanet
 from lineage.recurrence import chunk_memory, recurrent_memory
 from lineage.story import make_story
-from ui.classroom import chart, step_control, tour_nav
+from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.story import checked_line, inputs_choice, show_claim, story_chart, top_slot
 
@@ -16,7 +16,7 @@ COMPARE_BETAS = (0.1, 0.5, 1.0)  # the write strengths drawn beside the chosen o
 
 stage_header("deltanet")
 top = top_slot()
-st.markdown(
+prose(
     """
 Linear attention writes blindly: the new pair is added on top of whatever the state already returns for that
 key. The delta rule, an old idea from the fast-weight programmers of the 1990s made practical by Schlag et al.
@@ -116,11 +116,6 @@ with top:
         st.info("The claim is tested on the story: choose the story as inputs below to see it.")
     checked_line(run)
 
-st.markdown(
-    f"**Step {step}** — before the write, the memory's answer at k_{step} was "
-    f"{out['gap_before'][step]:.3f} away from v_{step} (‖v − Sᵀk‖). The write closed a fraction β = {beta:g} of "
-    f"that gap: afterwards it is {out['gap_after'][step]:.3f}."
-)
 chart(
     plots.delta_rule_steps(
         run.k,

@@ -8,13 +8,13 @@ from lineage import claims, demo, plots
 from lineage.gated_deltanet import gated_deltanet
 from lineage.recurrence import recurrent_memory
 from lineage.story import make_story
-from ui.classroom import chart, step_control, tour_nav
+from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("gated_deltanet")
 top = top_slot()
-st.markdown(
+prose(
     """
 By now each half of the job has a mechanism. DeltaNet edits: it reads what the state returns for the incoming key
 and writes only the difference, so a key's value can be replaced. Mamba-2 forgets: a gate shrinks the whole state
@@ -32,29 +32,31 @@ inputs = inputs_choice("gated_deltanet")
 T, K, V = size_controls("gated_deltanet")
 if inputs == "story":
     keep, switch = gate_controls("gated_deltanet")
-a, b, c = st.columns(3)
-alpha = a.slider(
-    "Gate α (typical value)",
-    0.0,
-    1.0,
-    0.9,
-    0.01,
-    bind="query-params",
-    key="gated_deltanet_alpha",
-    help="α = 1 is DeltaNet (no decay at all); α = 0 wipes the state before every write.",
-)
-jitter = b.slider(
-    "How much α varies from token to token",
-    0.0,
-    3.0,
-    1.0,
-    0.1,
-    bind="query-params",
-    key="gated_deltanet_jitter",
-    help="Spread of logit(α_t) over the steps. At exactly α = 0 or α = 1 it has no effect.",
-)
-beta = c.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="gated_deltanet_beta")
-random_beta = c.checkbox("β varies from token to token", bind="query-params", key="gated_deltanet_random_beta")
+    beta = st.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="gated_deltanet_beta")
+else:
+    a, b, c = st.columns(3)
+    alpha = a.slider(
+        "Gate α (typical value)",
+        0.0,
+        1.0,
+        0.9,
+        0.01,
+        bind="query-params",
+        key="gated_deltanet_alpha",
+        help="α = 1 is DeltaNet (no decay at all); α = 0 wipes the state before every write.",
+    )
+    jitter = b.slider(
+        "How much α varies from token to token",
+        0.0,
+        3.0,
+        1.0,
+        0.1,
+        bind="query-params",
+        key="gated_deltanet_jitter",
+        help="Spread of logit(α_t) over the steps. At exactly α = 0 or α = 1 it has no effect.",
+    )
+    beta = c.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="gated_deltanet_beta")
+    random_beta = c.checkbox("β varies from token to token", bind="query-params", key="gated_deltanet_random_beta")
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -85,7 +87,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) ->
     )
 
 
-beta_rule = None if random_beta else beta
+beta_rule = None if inputs == "story" or random_beta else beta
 if inputs == "story":
     out = run_or_stop(on_story, T, K, V, keep, switch, beta)
 else:
@@ -104,16 +106,11 @@ with top:
     else:
         st.info("The claim is tested on the story: choose the story as inputs below to see it.")
     checked_line(run)
-st.markdown(
-    f"**Step {step}.** α = {gate[step]:.3f} scales the state, then token {step} writes with β = "
-    f"{run.beta[step]:.2f}. The gates so far leave {retention[0, step]:.3g} of what token 0 wrote."
-)
 chart(
     plots.over_time(
         {"α_t (keep)": gate, "β_t (write strength)": run.beta},
         title="Gate and write strength at every step",
         y_title="value",
-        step=step,
         y_range=(0.0, 1.05),
         height=300,
     ),

@@ -8,13 +8,13 @@ from lineage import claims, demo, plots
 from lineage.gla import gla
 from lineage.recurrence import recurrent_memory
 from lineage.story import make_story
-from ui.classroom import chart, step_control, tour_nav
+from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("gla")
 top = top_slot()
-st.markdown(
+prose(
     """
 Mamba-2's gate fades the whole state at one rate. Gated Linear Attention gives every key channel — every row of
 the state — a gate of its own. Rows with a gate near 1 hold on to what was written long ago; rows with a small gate
@@ -30,21 +30,22 @@ inputs = inputs_choice("gla")
 T, K, V = size_controls("gla")
 if inputs == "story":
     keep, switch = gate_controls("gla", per_channel=True)
-a, b, c = st.columns(3)
-alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, bind="query-params", key="gla_alpha")
-alpha_min = b.slider(
-    "α of the fastest channel (last row)", 0.0, 1.0, 0.5, 0.01, bind="query-params", key="gla_alpha_min"
-)
-jitter = c.slider(
-    "How much α varies from token to token",
-    0.0,
-    3.0,
-    0.0,
-    0.1,
-    bind="query-params",
-    key="gla_jitter",
-    help="Spread of logit(α) over steps and channels: a stand-in for gates computed from each token.",
-)
+else:
+    a, b, c = st.columns(3)
+    alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, bind="query-params", key="gla_alpha")
+    alpha_min = b.slider(
+        "α of the fastest channel (last row)", 0.0, 1.0, 0.5, 0.01, bind="query-params", key="gla_alpha_min"
+    )
+    jitter = c.slider(
+        "How much α varies from token to token",
+        0.0,
+        3.0,
+        0.0,
+        0.1,
+        bind="query-params",
+        key="gla_jitter",
+        help="Spread of logit(α) over steps and channels: a stand-in for gates computed from each token.",
+    )
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -79,12 +80,8 @@ with top:
     else:
         st.info("The claim is tested on the story: choose the story as inputs below to see it.")
     checked_line(run)
-st.markdown(
-    f"**Step {step}.** Row 0 of the state is scaled by α = {gates[step, 0]:.3f} and row {K - 1} by "
-    f"α = {gates[step, K - 1]:.3f} before token {step} writes."
-)
 chart(
-    plots.gates_by_channel(gates, title="One gate per key channel, at every step", step=step),
+    plots.gates_by_channel(gates, title="One gate per key channel, at every step"),
     key="gla_gates",
     alt="Heatmap of α for every key channel (rows) at every step (columns), on a 0 to 1 scale.",
 )

@@ -9,13 +9,13 @@ from lineage.io_cost import recompute_generation_cost
 from lineage.plots.story import attention_story
 from lineage.softmax import CausalSelfAttention, decode_recompute
 from lineage.story import make_story
-from ui.classroom import chart, step_control, tour_nav
+from ui.classroom import chart, controls_row, prose, step_control, tour_nav
 from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
 from ui.story import inputs_choice, show_claim, top_slot
 
 stage_header("gpt2")
 top = top_slot()
-st.markdown(
+prose(
     """
 GPT-2 writes text one token at a time, and every new token is allowed to look at all the tokens before it. Each
 attention head turns a token into a query, a key and a value; the newest query is compared with every key, the
@@ -32,15 +32,12 @@ show_code(decode_recompute, CausalSelfAttention.forward, recompute_generation_co
 
 cap = caps()
 inputs = inputs_choice("gpt2")
-a, b, c = st.columns(3)
+a, b, c = controls_row(3, caps=[cap_note("T", cap.T), cap_note("Heads", cap.heads), cap_note("Head dim", cap.head_dim)])
 T = capped_slider(a, "Tokens to generate T", 2, cap.T, 32, key="gpt2_T", name="T")
-a.caption(cap_note("T", cap.T))
 n_heads = capped_slider(b, "Heads", 1, cap.heads, 4, key="gpt2_heads", name="Heads", help="GPT-2 124M has 12.")
-b.caption(cap_note("Heads", cap.heads))
 head_dim = capped_slider(
     c, "Head dim", 2, cap.head_dim, 16, key="gpt2_head_dim", name="Head dim", help="GPT-2 124M uses 64."
 )
-c.caption(cap_note("Head dim", cap.head_dim))
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)

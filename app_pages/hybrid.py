@@ -7,8 +7,8 @@ import streamlit as st
 from lineage import claims, footprints, hybrid, plots
 from lineage.plots.story import crossover
 from lineage.story import make_story
-from ui.classroom import chart, step_control, tour_nav
-from ui.common import cap_note, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
+from ui.classroom import cap_notes, chart, step_control, tour_nav
+from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
 from ui.story import checked_line, show_claim, story_chart, top_slot
 
 K3 = footprints.PARAMETER_FACTS["kimi-k3"]
@@ -111,12 +111,14 @@ st.caption(f"Shapes from {KIMI.source}.")
 
 st.subheader("A small hybrid, decoding live")
 cap = caps()
-T = st.slider("Tokens to decode", 4, cap.T, 24, bind="query-params", key="hybrid_T")
+T = capped_slider(st, "Tokens to decode", 4, cap.T, 24, key="hybrid_T", name="The number of tokens")
 fits = cap.hybrid_layer_tokens // len(schedule)  # the most tokens this stack may decode
-st.caption(
-    cap_note("The number of tokens", cap.T)
-    + f" The decode runs on the CPU, so layers × tokens is capped at {cap.hybrid_layer_tokens:,} too: up to "
-    f"{min(fits, cap.T)} tokens through these {len(schedule)} layers."
+cap_notes(
+    [
+        cap_note("The number of tokens", cap.T)
+        + f" The decode runs on the CPU, so layers × tokens is capped at {cap.hybrid_layer_tokens:,} too: up to "
+        f"{min(fits, cap.T)} tokens through these {len(schedule)} layers."
+    ]
 )
 config = hybrid.HybridConfig(schedule=schedule)
 st.markdown(
@@ -140,22 +142,6 @@ if fits < T:
 else:
     trace = run_or_stop(live, schedule, T, seed())
     step = step_control("hybrid", T, label="Decode step t")
-    held = trace.bytes[step]
-    kinds = dict.fromkeys(schedule)
-    st.markdown(
-        f"**After {step + 1} token{'s' if step else ''}.** "
-        + " ".join(
-            f"Each {kind.upper()} layer holds {int(held[schedule.index(kind)]):,} bytes "
-            f"({int(trace.bytes[0, schedule.index(kind)]):,} after the first token)."
-            for kind in kinds
-        )
-    )
-    st.metric(
-        "decoded one token at a time vs one full pass",
-        f"{trace.max_err_vs_full:.1e}",
-        help="Largest absolute difference between the outputs: the caches and states carry exactly what a full pass "
-        "sees.",
-    )
     chart(
         plots.decode_bytes_animation(schedule, trace.bytes, title="Bytes each layer holds while decoding", start=step),
         key="hybrid_decode",
@@ -166,6 +152,10 @@ else:
         plots.bytes_by_layer_and_time(schedule, trace.bytes, title="The same, every layer at every step"),
         key="hybrid_bytes",
         alt="Heatmap of bytes held, layers by tokens decoded: MLA rows brighten to the right, KDA rows stay flat.",
+    )
+    st.caption(
+        f"Checked: decoding token by token gives the outputs of one full pass to {trace.max_err_vs_full:.1e} (largest "
+        "absolute difference): the caches and states carry exactly what a full pass sees."
     )
     if {"mla", "kda"} <= set(schedule):
         cross = claims.crossover_extension(trace.bytes, schedule)

@@ -9,13 +9,13 @@ from lineage import claims, demo, plots
 from lineage.kda import kda
 from lineage.recurrence import recurrent_memory
 from lineage.story import make_story
-from ui.classroom import chart, step_control, tour_nav
+from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("kda")
 top = top_slot()
-st.markdown(
+prose(
     """
 Gated DeltaNet forgets and edits, but with one gate for the whole head: every row of the state fades at the same
 pace, so the head must choose between remembering long and tracking recent tokens. Kimi Linear's KDA makes the gate
@@ -33,29 +33,31 @@ inputs = inputs_choice("kda")
 T, K, V = size_controls("kda")
 if inputs == "story":
     keep, switch = gate_controls("kda", per_channel=True)
-a, b, c, d = st.columns(4)
-alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, bind="query-params", key="kda_alpha")
-alpha_min = b.slider(
-    "α of the fastest channel (last row)",
-    0.0,
-    1.0,
-    0.5,
-    0.01,
-    bind="query-params",
-    key="kda_alpha_min",
-    help="Equal to the slowest channel's α (with no variation): all channels alike, and KDA is Gated DeltaNet.",
-)
-jitter = c.slider(
-    "How much α varies from token to token",
-    0.0,
-    3.0,
-    0.0,
-    0.1,
-    bind="query-params",
-    key="kda_jitter",
-    help="Spread of logit(α) over steps and channels: a stand-in for gates computed from each token.",
-)
-beta = d.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="kda_beta")
+    beta = st.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="kda_beta")
+else:
+    a, b, c, d = st.columns(4)
+    alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, bind="query-params", key="kda_alpha")
+    alpha_min = b.slider(
+        "α of the fastest channel (last row)",
+        0.0,
+        1.0,
+        0.5,
+        0.01,
+        bind="query-params",
+        key="kda_alpha_min",
+        help="Equal to the slowest channel's α (with no variation): all channels alike, and KDA is Gated DeltaNet.",
+    )
+    jitter = c.slider(
+        "How much α varies from token to token",
+        0.0,
+        3.0,
+        0.0,
+        0.1,
+        bind="query-params",
+        key="kda_jitter",
+        help="Spread of logit(α) over steps and channels: a stand-in for gates computed from each token.",
+    )
+    beta = d.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="kda_beta")
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -108,14 +110,8 @@ with top:
     else:
         st.info("The claim is tested on the story: choose the story as inputs below to see it.")
     checked_line(run)
-st.markdown(
-    f"**Step {step}.** Row 0 of the KDA state is scaled by α = {gates[step, 0]:.3f}, row {K - 1} by "
-    f"α = {gates[step, K - 1]:.3f}; Gated DeltaNet scales every row by {out['scalar_alpha']:.3f}. Of what token 0 "
-    f"wrote, row 0 keeps {retention[step, 0]:.3g} and row {K - 1} keeps {retention[step, K - 1]:.3g} (Gated "
-    f"DeltaNet: {out['gdn_retention'][step, 0]:.3g} in every row)."
-)
 chart(
-    plots.gates_by_channel(gates, title="KDA: one gate per key channel, at every step", step=step),
+    plots.gates_by_channel(gates, title="KDA: one gate per key channel, at every step"),
     key="kda_gates",
     alt="Heatmap of α for every key channel (rows) at every step (columns), on a 0 to 1 scale.",
 )

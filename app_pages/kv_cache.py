@@ -9,13 +9,13 @@ from lineage.kv_cache import KVCache
 from lineage.plots.story import attention_story
 from lineage.softmax import decode_step, tiled_softmax_attention
 from lineage.story import make_story
-from ui.classroom import chart, step_control, tour_nav
+from ui.classroom import chart, controls_row, prose, step_control, tour_nav
 from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
 from ui.story import inputs_choice, show_claim, top_slot
 
 stage_header("kv_cache")
 top = top_slot()
-st.markdown(
+prose(
     """
 GPT-2 without a cache threw away the keys and values of the prefix after every token, then computed them again.
 In a causal model they cannot change — token 3's key is the same whether 10 or 10,000 tokens follow — so the fix
@@ -32,15 +32,12 @@ show_code(KVCache.append, decode_step)
 
 cap = caps()
 inputs = inputs_choice("kv_cache")
-a, b, c = st.columns(3)
+a, b, c = controls_row(3, caps=[cap_note("T", cap.T), cap_note("Heads", cap.heads), cap_note("Head dim", cap.head_dim)])
 T = capped_slider(a, "Tokens to generate T", 2, cap.T, 32, key="kv_cache_T", name="T")
-a.caption(cap_note("T", cap.T))
 n_heads = capped_slider(b, "Heads", 1, cap.heads, 4, key="kv_cache_heads", name="Heads", help="GPT-2 124M has 12.")
-b.caption(cap_note("Heads", cap.heads))
 head_dim = capped_slider(
     c, "Head dim", 2, cap.head_dim, 16, key="kv_cache_head_dim", name="Head dim", help="GPT-2 124M uses 64."
 )
-c.caption(cap_note("Head dim", cap.head_dim))
 block_choices = [size for size in (2, 4, 8, 16, 32, 64) if size <= T] or [T]
 block_size = st.select_slider(
     "FlashAttention block size (for the aside at the end)",
@@ -132,7 +129,7 @@ st.markdown(
 st.caption(f"From the config: {gpt2.source}. Computed by `lineage.footprints.footprint`.")
 
 st.subheader("Aside: FlashAttention makes the same softmax move fewer bytes")
-st.markdown(
+prose(
     """
 Standard attention writes the T × T score matrix to slow memory (the GPU's HBM), reads it back for the softmax,
 writes the probabilities, and reads them again to mix the values. FlashAttention (Dao et al., 2022) never stores

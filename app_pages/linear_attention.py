@@ -8,13 +8,13 @@ from lineage import claims, demo, plots
 from lineage.linear_attention import FEATURE_MAPS, linear_attention
 from lineage.recurrence import parallel_memory, recurrent_memory
 from lineage.story import make_story
-from ui.classroom import chart, step_control, tour_nav
+from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.story import checked_line, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("linear_attention")
 top = top_slot()
-st.markdown(
+prose(
     """
 A KV cache keeps every key and value because softmax needs them all: exp(q·k) has to be evaluated for each stored
 key, one by one. Katharopoulos et al. (2020) replaced that kernel with a plain dot product of features,
@@ -74,11 +74,6 @@ with top:
         st.info("The claim is tested on the story: choose the story as inputs below to see it.")
     checked_line(run)
 
-st.markdown(
-    f"**Step {step}** — φ(k_{step}) v_{step}ᵀ is added to the state. Its size is now ‖S‖ = "
-    f"{recall.state_norm[step]:.2f}; reading back the {step + 1} keys stored so far misses their values by "
-    f"{recall.by_step[step]:.0%} on average."
-)
 chart(
     plots.write_and_state(
         run.k,
@@ -111,9 +106,7 @@ st.markdown(
     "value that was written with it."
 )
 chart(
-    plots.recall_and_norm(
-        recall.by_step, recall.state_norm, step=step, title="Only adds: reads blur as the state fills"
-    ),
+    plots.recall_and_norm(recall.by_step, recall.state_norm, title="Only adds: reads blur as the state fills"),
     key="linear_attention_recall",
     alt="Recall error of stored pairs and the norm of the state, both rising with the number of tokens.",
 )

@@ -8,13 +8,13 @@ from lineage import claims, demo, plots
 from lineage.mamba2 import mamba2
 from lineage.recurrence import parallel_memory, recurrent_memory
 from lineage.story import make_story
-from ui.classroom import chart, step_control, tour_nav
+from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("mamba2")
 top = top_slot()
-st.markdown(
+prose(
     """
 Linear attention and DeltaNet keep everything they are given. DeltaNet can rewrite the value stored under one key,
 but nothing ever fades, so after a topic change the old topic still fills the state and muddies every read.
@@ -33,27 +33,28 @@ inputs = inputs_choice("mamba2")
 T, K, V = size_controls("mamba2")
 if inputs == "story":
     keep, switch = gate_controls("mamba2")
-left, right = st.columns(2)
-alpha = left.slider(
-    "Gate α (typical value)",
-    0.0,
-    1.0,
-    0.9,
-    0.01,
-    bind="query-params",
-    key="mamba2_alpha",
-    help="α = 1 switches the gate off.",
-)
-jitter = right.slider(
-    "How much α varies from token to token",
-    0.0,
-    3.0,
-    1.0,
-    0.1,
-    bind="query-params",
-    key="mamba2_jitter",
-    help="Spread of logit(α_t) over the steps: a stand-in for a gate computed from each token.",
-)
+else:
+    left, right = st.columns(2)
+    alpha = left.slider(
+        "Gate α (typical value)",
+        0.0,
+        1.0,
+        0.9,
+        0.01,
+        bind="query-params",
+        key="mamba2_alpha",
+        help="α = 1 switches the gate off.",
+    )
+    jitter = right.slider(
+        "How much α varies from token to token",
+        0.0,
+        3.0,
+        1.0,
+        0.1,
+        bind="query-params",
+        key="mamba2_jitter",
+        help="Spread of logit(α_t) over the steps: a stand-in for a gate computed from each token.",
+    )
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -110,18 +111,11 @@ with top:
     else:
         st.info("The claim is tested on the story: choose the story as inputs below to see it.")
     checked_line(run)
-st.markdown(
-    f"**Step {step}.** The gate is α = {gate[step]:.3f}: the state is scaled by it, then token {step} writes. "
-    f"The state's size ‖S‖ is {out['norms'][step]:.2f} with the gate and {out['norms_off'][step]:.2f} without it. "
-    f"Token {step} still sees token 0 with weight {mask[step, 0]:.3g} in the decay mask."
-)
 
 a, b = st.columns(2)
 with a:
     chart(
-        plots.over_time(
-            {"α_t": gate}, title="The gate at every step", y_title="α_t", step=step, y_range=(0.0, 1.05), height=300
-        ),
+        plots.over_time({"α_t": gate}, title="The gate at every step", y_title="α_t", y_range=(0.0, 1.05), height=300),
         key="mamba2_gate",
         alt="Line chart of the gate α_t at every step, between 0 and 1.",
     )
@@ -131,7 +125,6 @@ with b:
             {"with the gate": out["norms"], "without (α = 1)": out["norms_off"]},
             title="Size of the state, ‖S_t‖",
             y_title="‖S_t‖ (Frobenius)",
-            step=step,
             height=300,
         ),
         key="mamba2_norm",
@@ -148,7 +141,7 @@ chart(
     export_name="mamba2_state",
 )
 chart(
-    plots.decay_mask_and_attention(mask, out["attention"], title="The same layer as attention", step=step),
+    plots.decay_mask_and_attention(mask, out["attention"], title="The same layer as attention"),
     key="mamba2_mask",
     alt="Two T×T lower-triangular heatmaps: the decay mask, fading with distance, and the attention it induces.",
 )

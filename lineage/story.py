@@ -78,7 +78,7 @@ _CORE: tuple[Fact | None, ...] = (
     Fact("Dee", "green", "B"),
     None,
 )
-MIN_T = len(_CORE)
+MIN_T = sum(f is not None for f in _CORE)  # the facts, the switch and the overwrite; filler comes on top
 
 QUERIES: tuple[Query, ...] = (
     Query("name", "Kim", "long", "the long-lived fact, written first"),
@@ -187,7 +187,7 @@ class Story:
         return g[:, 0] if gate == "scalar" else g
 
 
-def make_story(T: int = MIN_T, K: int = len(KEYS), V: int = len(VALUES)) -> Story:
+def make_story(T: int = 12, K: int = len(KEYS), V: int = len(VALUES)) -> Story:
     """The story stretched to ``T`` tokens (extra filler spread over the filler slots), embedded in K and V dims."""
     checks.positive_int("T", T)
     if T < MIN_T:
@@ -198,10 +198,7 @@ def make_story(T: int = MIN_T, K: int = len(KEYS), V: int = len(VALUES)) -> Stor
     filler = Fact(FILLER, FILLER_VALUE)
     facts: list[Fact] = []
     for i, f in enumerate(_CORE):
-        if f is None:
-            facts += [filler] * (1 + per_slot[slots.index(i)])
-        else:
-            facts.append(f)
+        facts += [filler] * per_slot[slots.index(i)] if f is None else [f]
     key_emb, keys_fit = embeddings(len(KEYS), K, salt=0)
     value_emb, values_fit = embeddings(len(VALUES), V, salt=1)
     return Story(tuple(facts), K, V, key_emb, value_emb, keys_fit, values_fit)

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lineage.plots.present import Projection, for_projection
+from ui.links import whole_number
 from ui.nav import DEFAULT_PAGE, PageEntry, neighbours, transition
 
 PRESENT_KEY = "present"
@@ -166,27 +167,28 @@ def chart(fig: go.Figure, *, key: str, alt: str, export_name: str | None = None)
 
 
 def step_control(page: str, n_steps: int, *, label: str = "Step t") -> int:
-    """A step slider with ◀ / ▶ buttons (keyboard: J back, K forward) that works without the animation.
+    """◀ / ▶ buttons (keyboard: J back, K forward) choosing the step every animation on the page opens at.
 
-    Steps count from 0, like the frame labels and the matrix axes. Returns the chosen step.
+    The page shows the step in one place only, the animations themselves: their slider, the step's sentence and their
+    markers all live in the frames, so Play moves everything together and nothing can show another step. The step is
+    kept in the URL (?<page>_step=…) so a link opens it; a page opens on its last step. Steps count from 0, like the
+    frame labels and the matrix axes. Returns the chosen step.
     """
     key = f"{page}_step"
     last = n_steps - 1
-    if key in st.session_state and not 0 <= st.session_state[key] <= last:
-        st.session_state[key] = last  # the sequence got shorter: stay on its last step
+    if key not in st.session_state:
+        step, _ = whole_number(st.query_params.get(key, last), 0, last)
+        st.session_state[key] = last if step is None else step
+    st.session_state[key] = min(max(int(st.session_state[key]), 0), last)  # the sequence may have got shorter
 
     def move(delta: int) -> None:
-        st.session_state[key] = min(max(st.session_state.get(key, last) + delta, 0), last)
+        st.session_state[key] = min(max(st.session_state[key] + delta, 0), last)
+        st.query_params[key] = str(st.session_state[key])
 
-    back, slider, fwd = st.columns([1, 8, 1], vertical_alignment="bottom")
-    back.button("◀", key=f"{key}_back", on_click=move, args=(-1,), shortcut="J", help="Step back (J)")
-    fwd.button("▶", key=f"{key}_fwd", on_click=move, args=(1,), shortcut="K", help="Step forward (K)")
-    if last == 0:
-        slider.caption(f"{label}: 0 (the only step)")
-        return 0
-    # Bound to the URL (?<page>_step=…) so a link can open a given step; the default applies only on first view.
-    default = {} if key in st.session_state else {"value": last}
-    return int(slider.slider(label, 0, last, key=key, bind="query-params", **default))
+    back, fwd, _ = st.columns([1, 1, 6], vertical_alignment="bottom")
+    back.button("◀ Back", key=f"{key}_back", on_click=move, args=(-1,), shortcut="J", help=f"{label}: one back (J)")
+    fwd.button("Forward ▶", key=f"{key}_fwd", on_click=move, args=(1,), shortcut="K", help=f"{label}: one on (K)")
+    return st.session_state[key]
 
 
 def _switch_to(entry: PageEntry) -> None:
