@@ -7,12 +7,12 @@ import numpy as np
 import streamlit as st
 
 from lineage import footprints, plots, stages
-from ui.classroom import chart, start_tour
+from ui.classroom import chart, prose, start_tour
 from ui.common import markdown_table
 from ui.nav import PAGES
 
 st.title("Attention Lineage")
-st.markdown(
+prose(
     """
 From GPT-2 (2019) to the Kimi Linear hybrid (2025), the big changes to attention were changes to memory: what a
 model keeps about the text so far, how it updates it, what it lets fade, and how it reads it back. Each stage
@@ -89,7 +89,7 @@ st.markdown(
 )
 
 st.subheader("One recurrence, six cells")
-st.markdown(
+prose(
     """
 Every fixed-memory stage runs the same loop over a K × V state S: optionally decay it, write the new key and
 value, read it with the query. Two choices tell the stages apart. The **write rule**: *additive* (S += k vᵀ) or

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from lineage import footprints, plots
-from ui.classroom import chart
+from ui.classroom import chart, prose
 from ui.common import measured_bandwidth, what_to_notice
 
 SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # 1 token to 1M = 2^20
@@ -16,7 +16,7 @@ MILLION = 2**20  # Kimi Linear's context, the "1M" of its paper
 MEASURED = "measured"  # the bandwidth option filled in by the Live benchmark page
 
 st.title("Memory & cost")
-st.markdown(
+prose(
     """
 While a model writes, every **softmax-attention** layer keeps a key and a value for every token so far — the
 KV cache — so its memory grows by a fixed number of bytes with every token. A **linear-memory** layer (DeltaNet,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import lab, plots
-from ui.classroom import chart
+from ui.classroom import cap_notes, chart, prose
 from ui.common import cap_note, caps, run_or_error, seed, show_code
 
 CACHE = dict(max_entries=64, ttl=3600, show_spinner=False)
 
 st.title("Memory lab")
-st.markdown(
+prose(
     """
 The stage pages show one mechanism at a time. Here they all get **the same stream** of key–value pairs — softmax
 attention with its full cache, linear attention, DeltaNet, Mamba-2, Gated DeltaNet, KDA and a small hybrid — and
@@ -82,9 +82,11 @@ noise = c.slider(
 )
 with_elu1 = st.checkbox("Also show the ELU+1 normalised linear attention", bind="query-params", key="lab_elu1")
 mechanisms = lab.DEFAULT_MECHANISMS + (("linear_attention_elu1",) if with_elu1 else ())
-st.caption(
-    f"Seed {seed()} (shared by all pages, in the sidebar). Sizes are capped at d_k ≤ {lab.MAX_D_K} and "
-    f"{lab.MAX_PAIRS} writes per stream so every run stays fast for everyone."
+cap_notes(
+    [
+        f"Seed {seed()} (shared by all pages, in the sidebar). Sizes are capped at d_k ≤ {lab.MAX_D_K} and "
+        f"{lab.MAX_PAIRS} writes per stream so every run stays fast for everyone."
+    ]
 )
 stream = dict(d_k=d_k, keys=keys, noise=noise, seed=seed(), mechanisms=mechanisms)
 
@@ -179,7 +181,7 @@ def run_needle(d_k, keys, noise, seed, mechanisms, n_fill, alpha, beta, alpha_sl
 # ---- 1. overwrite ------------------------------------------------------------------------------------------------
 
 st.header("1 · Overwrite: update a fact")
-st.markdown(
+prose(
     """
 **The question.** A key k\\* is written with a value v1; a few other pairs follow; then k\\* is written again with
 a new value v2. Asked for k\\*, does the memory return v2 — or v1, or a mix of both? Linear attention can only
@@ -211,7 +213,7 @@ if r1 is not None:
 # ---- 2. capacity -------------------------------------------------------------------------------------------------
 
 st.header("2 · Capacity: how much fits")
-st.markdown(
+prose(
     """
 **The question.** Store N pairs, then ask for every one of them. How does the recall error grow with N, from one
 pair to well past d_k? A d_k × d_k state can hold at most d_k independent directions, so something must give
@@ -225,9 +227,11 @@ a, b = st.columns(2)
 n_max = a.slider("Pairs stored, up to N =", 2, lab.MAX_PAIRS, 48, bind="query-params", key="lab_capacity_n")
 trials = b.slider("Streams averaged", 1, lab.MAX_TRIALS, 2, bind="query-params", key="lab_capacity_trials")
 work_cap = caps().lab_capacity_work
-st.caption(
-    cap_note("Streams × N² × d_k²", work_cap)
-    + f" That is one stream of {lab.MAX_PAIRS} pairs at d_k = {lab.MAX_D_K}, or four at half the size."
+cap_notes(
+    [
+        cap_note("Streams × N² × d_k²", work_cap)
+        + f" That is one stream of {lab.MAX_PAIRS} pairs at d_k = {lab.MAX_D_K}, or four at half the size."
+    ]
 )
 g2 = gate_sliders("capacity", alpha=lab.CAPACITY_GATES.alpha)
 if trials * n_max**2 * d_k**2 > work_cap:
@@ -249,7 +253,7 @@ if r2 is not None:
 # ---- 3. topic switch ---------------------------------------------------------------------------------------------
 
 st.header("3 · Topic switch: forget to make room")
-st.markdown(
+prose(
     """
 **The question.** The stream talks about topic A for a while, then switches to topic B. After the switch, what do
 A's cues still return, and can B be read as cleanly as if A had never been written? Here the gated memories follow
@@ -275,7 +279,7 @@ if r3 is not None:
 # ---- 4. per-channel retention ------------------------------------------------------------------------------------
 
 st.header("4 · Per-channel retention: keep some facts long")
-st.markdown(
+prose(
     """
 **The question.** Some facts must last (a name given at the start); others matter only briefly (the last few
 words). Gated DeltaNet has one gate per head, so everything it stores fades at the same rate. KDA has one gate per
@@ -311,7 +315,7 @@ if r4 is not None:
 # ---- 5. hybrid retrieval -----------------------------------------------------------------------------------------
 
 st.header("5 · Hybrid retrieval: find the needle")
-st.markdown(
+prose(
     """
 **The question.** One pair — the needle — is written first; then pair after pair is written on top of it, far
 past what a d_k × d_k state can hold. Asked for the needle at the end, pure KDA has had to make room, and the

@@ -9,6 +9,7 @@ import streamlit as st
 from lineage import demo, stages
 from lineage.device import device_info
 from ui import links
+from ui.classroom import controls_row, prose
 
 SEED_KEY = "seed"
 DEFAULT_SEED = 0
@@ -92,7 +93,7 @@ def show_code(*objects, title: str = "The code that runs") -> None:
 
 def what_to_notice(points: list[str]) -> None:
     st.subheader("What to notice")
-    st.markdown("\n".join(f"- {p}" for p in points))
+    prose("\n".join(f"- {p}" for p in points), label="Read what to notice")
 
 
 def cap_note(name: str, cap: int) -> str:
@@ -130,13 +131,10 @@ def caps() -> demo.Caps:
 def size_controls(prefix: str, *, T: int = 32, K: int = 8, V: int = 8) -> tuple[int, int, int]:
     """Sequence length and head dims of a stage page, with their caps shown beside them."""
     cap = caps()
-    a, b, c = st.columns(3)
+    a, b, c = controls_row(3, caps=[cap_note("T", cap.T), cap_note("K", cap.state_dim), cap_note("V", cap.state_dim)])
     T = a.slider("Sequence length T", 4, cap.T, T, bind="query-params", key=f"{prefix}_T")
-    a.caption(cap_note("T", cap.T))
     K = b.slider("Key dim K (rows of the state)", 2, cap.state_dim, K, bind="query-params", key=f"{prefix}_K")
-    b.caption(cap_note("K", cap.state_dim))
     V = c.slider("Value dim V (columns of the state)", 2, cap.state_dim, V, bind="query-params", key=f"{prefix}_V")
-    c.caption(cap_note("V", cap.state_dim))
     return T, K, V
 
 

@@ -1,0 +1,55 @@
+"""Presenter mode turns pages into slides (AppTest): the narrative folds into expanders, the caps of the controls are
+one line per page, and every chart is scaled for projection. Normal mode keeps the document."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.util import figures, run_page
+from ui.classroom import PRESENT_KEY, PROJECTION
+
+INTRO = {"kv_cache": "GPT-2 without a cache", "home": "From GPT-2 (2019)"}  # each page's first narrative words
+
+
+def where_shown(at, text: str) -> tuple[int, int]:
+    """(in expanders, anywhere) counts of Markdown blocks holding ``text``."""
+    folded = sum(text in md.value for exp in at.expander for md in exp.markdown)
+    return folded, sum(text in md.value for md in at.markdown)
+
+
+def cap_captions(at) -> list[str]:
+    """The captions that note caps (ui.common's cap texts all end on why: every run stays fast for everyone)."""
+    return [c.value for c in at.caption if "stays fast for everyone" in c.value]
+
+
+@pytest.mark.parametrize("page", list(INTRO))
+def test_the_narrative_folds_in_presenter_mode_only(page):
+    assert where_shown(run_page(page), INTRO[page]) == (0, 1), "normal mode shows the narrative in the page"
+    assert where_shown(run_page(page, **{PRESENT_KEY: True}), INTRO[page]) == (1, 1), "presenter mode folds it"
+
+
+def test_caps_are_one_line_per_page_in_presenter_mode():
+    """The Memory lab notes caps at two rows of controls: two lines normally, one line with both when presenting."""
+    normal = cap_captions(run_page("memory_lab"))
+    assert len(normal) == 2, normal
+    presenting = cap_captions(run_page("memory_lab", **{PRESENT_KEY: True}))
+    assert len(presenting) == 1, presenting
+    assert all(note in presenting[0] for note in normal)
+
+
+def test_a_row_of_controls_notes_its_caps_once():
+    """KV cache: three capped sliders in one row, and one line naming the three caps (not one under each)."""
+    notes = cap_captions(run_page("kv_cache"))
+    assert len(notes) == 1 and all(name in notes[0] for name in ("T is capped", "Heads is", "Head dim is")), notes
+
+
+def test_every_chart_is_scaled_for_projection():
+    for fig in figures(run_page("kv_cache", **{PRESENT_KEY: True})):
+        layout = fig["layout"]
+        assert layout["font"]["size"] >= PROJECTION.text
+        for name, axis in layout.items():
+            if name.startswith(("xaxis", "yaxis")):
+                assert axis["tickfont"]["size"] >= PROJECTION.tick, name
+        for trace in fig["data"]:
+            if trace.get("type") == "scatter" and "lines" in trace.get("mode", "lines"):
+                assert trace["line"]["width"] >= PROJECTION.min_line
