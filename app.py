@@ -44,14 +44,12 @@ for entry in PAGES:
         )
 page = st.navigation({name: pages for name, pages in sections.items() if pages}, expanded=NAV_EXPANDED)
 
-requested = links.link_values()  # before any widget takes them
+# At the top of the page: what the link or a typed value asked for that the page cannot use. Taken before any widget.
+links.link_values(st.container())
 with st.sidebar:
     st.caption(device_label())
     seed_control()
     presenter_toggle()
 
-notices = st.container()  # at the top of the page: what the link or a typed value asked for that the page cannot use
-try:
-    page.run()
-finally:  # also after st.stop(): a page that stopped early still says what it did not use
-    links.report(requested, notices)
+page.run()
+links.report()

@@ -11,6 +11,7 @@ It runs ``streamlit run app.py`` with the same options, after two things:
 """
 
 import sys
+from importlib.metadata import entry_points
 
 from ui.serving import import_heavy_modules, port_problem, requested_port, warm_first_run
 
@@ -23,7 +24,7 @@ if __name__ == "__main__":
     import_heavy_modules()
     warm_first_run()
 
-    from streamlit.web import cli
-
+    # The `streamlit` command itself, found through the console script Streamlit's package declares, in this process
+    (streamlit_command,) = entry_points(group="console_scripts", name="streamlit")
     sys.argv = ["streamlit", "run", "app.py", *args]
-    sys.exit(cli.main())
+    sys.exit(streamlit_command.load()())

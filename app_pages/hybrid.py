@@ -67,7 +67,9 @@ if preset == "kimi":
     schedule = footprints.KIMI_LINEAR_SCHEDULE
 else:
     a, b = st.columns(2)
-    n_layers = a.slider("Number of layers", 2, LIVE_LAYER_CAP, 8, bind="query-params", key="hybrid_layers")
+    n_layers = capped_slider(
+        a, "Number of layers", 2, LIVE_LAYER_CAP, 8, key="hybrid_layers", name="Layers", why="Kimi Linear's depth"
+    )
     a.caption(f"Up to {LIVE_LAYER_CAP} layers, {KIMI.name}'s depth.")
     every = b.slider(
         "MLA every N layers",

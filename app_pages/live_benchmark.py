@@ -9,7 +9,8 @@ from lineage import bench_decode, plots
 from lineage.device import device_info
 from lineage.softmax import decode_step
 from ui.classroom import chart
-from ui.common import caps, device_label, remember_measured_bandwidth, show_code, what_to_notice
+from ui.common import caps, device_label, remember_measured_bandwidth, run_or_stop, show_code, what_to_notice
+from ui.results import BENCHMARKS
 
 NOISY_SPREAD = 2.0  # a KDA step whose medians differ more than this across contexts was disturbed by other work
 BUDGET_NOTES = {
@@ -63,25 +64,36 @@ right.write("")
 clicked = right.button("Run benchmark", type="primary", key="live_benchmark_run")
 
 
-@st.cache_data(show_spinner=False, max_entries=16, ttl=3600)
-def benchmark(device: str, budget: str) -> bench_decode.DecodeBenchmark:
-    """One run per device and budget (``device`` is the label: it keys the cache, the run uses the live device)."""
-    bar = st.progress(0.0, text=f"measuring on {device} …")
+def benchmark(budget: str) -> bench_decode.DecodeBenchmark:
+    """One run of the decode benchmark on the live device, with a progress bar."""
+    bar = st.progress(0.0, text=f"measuring on {device_label()} …")
     result = bench_decode.run_decode_benchmark(budget, progress=lambda f, message: bar.progress(f, text=message))
     bar.empty()
     return result
 
 
-# The run happens on request; a budget already run in this session is shown again from the cache.
+# Results live in a store of the process (ui.results), not in st.cache_data: any client can clear that cache, and so
+# force run after run. A budget is measured on request, at most once a minute for all visitors together; a budget
+# already requested in this session is shown again from the store.
 requested = st.session_state.setdefault("live_benchmark_requested", set())
 if clicked:
     requested.add(budget)
-if budget not in requested:
-    st.caption("Press **Run benchmark** to measure. Results are cached per device and budget.")
+key = (device_label(), budget)
+stored = BENCHMARKS.get(key) if budget in requested else None
+if clicked or (budget in requested and stored is None):
+    stored = run_or_stop(BENCHMARKS.measure, key, lambda: benchmark(budget))
+if stored is None:
+    st.caption("Press **Run benchmark** to measure. Results are kept for an hour, for every visitor of this server.")
     result = None
 else:
     result = benchmark(device_label(), budget)
     remember_measured_bandwidth(result.copy_bytes_per_s, f"{result.device_label}, memory copy")
+    wait = BENCHMARKS.next_run_in_s(key)
+    st.caption(
+        f"Measured {stored.age_s():.0f} s ago on this server. One measurement of a budget starts at most once a "
+        f"minute for all visitors together"
+        + (f"; the next can start in {wait:.0f} s." if wait > 0 else "; press Run benchmark for a new one.")
+    )
 
 if result is not None:
     r = result

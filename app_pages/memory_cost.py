@@ -8,7 +8,7 @@ import streamlit as st
 
 from lineage import footprints, plots
 from ui.classroom import chart, prose
-from ui.common import measured_bandwidth, what_to_notice
+from ui.common import measured_bandwidth, what_to_notice, whole_number_input
 
 SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # 1 token to 1M = 2^20
 KIMI = "kimi-linear-48b"
@@ -38,13 +38,8 @@ left, middle, right = st.columns(3)
 dtype = left.selectbox(
     "Cache dtype (every model)", list(footprints.DTYPE_BYTES), index=1, bind="query-params", key="memory_cost_dtype"
 )
-seq_len = middle.number_input(
-    "Context length for the table (tokens)",
-    value=MILLION,
-    step=1024,
-    bind="query-params",
-    key="memory_cost_len",
-    format="%d",
+seq_len = whole_number_input(
+    middle, "Context length for the table (tokens)", key="memory_cost_len", default=MILLION, step=1024
 )
 bandwidths = {
     key: (p.bandwidth_bytes_per_s, f"{p.name}: {p.bandwidth_bytes_per_s / 1e9:,.0f} GB/s (datasheet)")
@@ -76,10 +71,10 @@ st.caption(
 )
 c = st.columns(7)
 custom_args = (
-    c[0].number_input("Layers (n_layers)", value=32, step=1, bind="query-params", key="memory_cost_layers"),
-    c[1].number_input("Heads (n_heads)", value=32, step=1, bind="query-params", key="memory_cost_heads"),
-    c[2].number_input("KV heads (n_kv_heads)", value=8, step=1, bind="query-params", key="memory_cost_kv_heads"),
-    c[3].number_input("Head dim (head_dim)", value=128, step=1, bind="query-params", key="memory_cost_head_dim"),
+    whole_number_input(c[0], "Layers (n_layers)", key="memory_cost_layers", default=32),
+    whole_number_input(c[1], "Heads (n_heads)", key="memory_cost_heads", default=32),
+    whole_number_input(c[2], "KV heads (n_kv_heads)", key="memory_cost_kv_heads", default=8),
+    whole_number_input(c[3], "Head dim (head_dim)", key="memory_cost_head_dim", default=128),
     c[4].selectbox(
         "Layer kind",
         footprints.LAYER_KINDS,
@@ -90,9 +85,7 @@ custom_args = (
     c[5].selectbox(
         "Softmax kind", footprints.SOFTMAX_KINDS, index=1, bind="query-params", key="memory_cost_softmax_kind"
     ),
-    c[6].number_input(
-        "Softmax every N layers (0 = none)", value=4, min_value=0, step=1, bind="query-params", key="memory_cost_every"
-    ),
+    whole_number_input(c[6], "Softmax every N layers (0 = none)", key="memory_cost_every", default=4, lo=0),
 )
 
 

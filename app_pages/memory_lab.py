@@ -5,8 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import lab, plots
+from ui.caps import capacity_cost
 from ui.classroom import cap_notes, chart, prose
-from ui.common import cap_note, caps, run_or_error, seed, show_code
+from ui.common import capped_slider, caps, run_cost_note, run_or_error, seed, show_code
 
 CACHE = dict(max_entries=64, ttl=3600, show_spinner=False)
 
@@ -224,20 +225,19 @@ DeltaNet = KDA = DeltaNet): lower α to see forgetting trade old pairs for room.
 """
 )
 a, b = st.columns(2)
-n_max = a.slider("Pairs stored, up to N =", 2, lab.MAX_PAIRS, 48, bind="query-params", key="lab_capacity_n")
-trials = b.slider("Streams averaged", 1, lab.MAX_TRIALS, 2, bind="query-params", key="lab_capacity_trials")
-work_cap = caps().lab_capacity_work
-cap_notes(
-    [
-        cap_note("Streams × N² × d_k²", work_cap)
-        + f" That is one stream of {lab.MAX_PAIRS} pairs at d_k = {lab.MAX_D_K}, or four at half the size."
-    ]
+n_max = capped_slider(
+    a, "Pairs stored, up to N =", 2, lab.MAX_PAIRS, 48, key="lab_capacity_n", name="N", why="the lab's largest"
 )
+trials = capped_slider(
+    b, "Streams averaged", 1, lab.MAX_TRIALS, 2, key="lab_capacity_trials", name="Streams", why="the lab's largest"
+)
+cost, budget = capacity_cost(d_k, n_max, trials), caps().run
+cap_notes([run_cost_note("This run", cost, budget)])
 g2 = gate_sliders("capacity", alpha=lab.CAPACITY_GATES.alpha)
-if trials * n_max**2 * d_k**2 > work_cap:
+if not cost.within(budget):
     st.error(
-        f"Can't run this: {trials} streams × N² = {n_max}² × d_k² = {d_k}² is {trials * n_max**2 * d_k**2:,}, over "
-        f"the cap of {work_cap:,}. Average fewer streams, store fewer pairs, or lower d_k."
+        f"Can't run this: {trials} streams of {n_max} pairs at d_k = {d_k} would take about {cost.mb:,.0f} MB and "
+        f"{cost.seconds:.1f} s, over what one run may take here. Average fewer streams, store fewer pairs or lower d_k."
     )
     r2 = None
 else:

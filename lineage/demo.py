@@ -25,7 +25,7 @@ from lineage.io_cost import (
     standard_attention_io_bytes,
     tiled_attention_io_bytes,
 )
-from lineage.lab import MAX_D_K, MAX_PAIRS, recall_error
+from lineage.lab import recall_error
 from lineage.linear_attention import NORMALIZER_EPS
 from lineage.numerics import rel_rms
 from lineage.recurrence import MemoryTrace, chunk_memory, parallel_memory, recurrent_memory, segsum
@@ -470,74 +470,3 @@ def run_softmax(
         n_heads=n_heads,
         head_dim=head_dim,
     )
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Caps: the largest live run a page offers, per kind of device
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Caps:
-    """The largest sizes the app's live runs offer on one kind of device; see :func:`caps`."""
-
-    T: int  # tokens of a stage run, softmax and linear-memory alike
-    state_dim: int  # K and V of a linear-memory stage: its K×V state is drawn cell by cell
-    head_dim: int  # head dim of the softmax stages (GPT-2 124M uses 64)
-    heads: int  # heads of the softmax stages
-    hybrid_layer_tokens: int  # layers × tokens of the hybrid page's live decode
-    lab_capacity_work: int  # streams × N² × d_k² of the memory lab's capacity experiment
-    benchmark_budgets: tuple[str, ...]  # the Live benchmark page's budgets (keys of bench_decode.BUDGETS)
-
-
-# How the numbers were chosen (measured on a 2-core CPU, one torch thread, each page run end to end):
-# - T: the figures ship every frame (at most 64) of T×T and T×d matrices to the browser, so what a page sends grows
-#   like T² and faster: at T = 64 the heaviest page (KV cache) sends about 5 MB. A GPU makes none of that smaller,
-#   so T is capped alike on every device.
-# - state_dim, head_dim: a run holds a few MB at most (see stage_run_bytes, softmax_run_bytes) and takes well under
-#   a second on a CPU; on a GPU the chunked and T×T forms run there. GPUs get twice the width: the state animations
-#   then send about 2 MB, the KV-cache page about 4 MB.
-# - heads: GPT-2 124M's 12, a fact about the model rather than the device.
-# - hybrid_layer_tokens: the hybrid decodes on the CPU whatever the device, about 2.5 ms per layer per token, so
-#   Kimi Linear's 27 layers × the page's default 24 tokens (about 1.6 s) is the most a decode may cost.
-# - lab_capacity_work: the memory lab computes in float64 on the CPU whatever the device; its capacity experiment
-#   reads every cue after every write, streams × N² × d_k² of work: one stream of the largest N and d_k takes about
-#   0.7 s with seven mechanisms (four took 2.6 s).
-# - benchmark_budgets: the "full" budget (10 contexts, 15 repeats) takes about 4 s on a CPU, "standard" about 2 s;
-#   a GPU runs either in well under a second. (Its memory is capped per device by bench_decode.memory_cap.)
-_CPU_CAPS = Caps(
-    T=64,
-    state_dim=16,
-    head_dim=16,
-    heads=SOFTMAX_MAX_HEADS,
-    hybrid_layer_tokens=27 * 24,
-    lab_capacity_work=MAX_PAIRS**2 * MAX_D_K**2,
-    benchmark_budgets=("tiny", "standard"),
-)
-DEVICE_CAPS: dict[str, Caps] = {
-    "cpu": _CPU_CAPS,
-    "gpu": replace(_CPU_CAPS, state_dim=32, head_dim=32, benchmark_budgets=("tiny", "standard", "full")),
-}
-
-
-def caps(device: torch.device | str | None = None) -> Caps:
-    """The caps of ``device`` (default: the live device): CPU caps small, CUDA and MPS larger."""
-    dev = get_device() if device is None else torch.device(device)
-    return DEVICE_CAPS["cpu" if dev.type == "cpu" else "gpu"]
-
-
-def stage_run_bytes(T: int, K: int, V: int) -> int:
-    """A generous estimate of the host memory a linear-memory stage page holds for one run, in bytes.
-
-    The traced recurrence keeps the state after every step (T·K·V) and per-step reads and writes (T·(K + V)); the
-    pages derive T×T×K gate products (decay mask, retention) and T×T mixing matrices. Every array is counted as
-    float64, three times over (the run, the page's arrays, the figures' copies).
-    """
-    return 3 * 8 * (T * K * V + T * T * K + T * T + 4 * T * (K + V))
-
-
-def softmax_run_bytes(T: int, n_heads: int, head_dim: int) -> int:
-    """A generous estimate of the memory the GPT-2 and KV-cache pages hold for one run, in bytes: the layer's
-    projections (3·T·d_model), the scores and weights of every head (2·H·T²) and head 0's trace, as float64,
-    three times over."""
-    return 3 * 8 * (3 * T * n_heads * head_dim + 2 * n_heads * T * T + T * T + 2 * T * head_dim)

@@ -6,12 +6,15 @@ import inspect
 
 import streamlit as st
 
-from lineage import demo, stages
+from lineage import stages
 from lineage.device import device_info
-from ui import links
+from ui import limits, links
+from ui.caps import Caps, Cost
+from ui.caps import caps as device_caps
 from ui.classroom import controls_row, prose
 
 SEED_KEY = "seed"
+SEED_LINK_PROBLEM_KEY = "_seed_link_problem"  # a bad seed in the link, said until a seed is picked
 DEFAULT_SEED = 0
 SEED_RANGE = (0, 2**31 - 1)  # what torch.Generator.manual_seed takes, and fits every int type on the way
 
@@ -27,9 +30,15 @@ def seed_control() -> None:
     if SEED_KEY not in st.session_state:  # the session's first run: the link decides
         given = st.query_params.get(SEED_KEY)
         value, problem = links.whole_number(given, *SEED_RANGE) if given is not None else (DEFAULT_SEED, None)
-        if problem:
-            links.notice(f"The link's seed `{links.shown(given)}` is not used: {problem}. Using seed {DEFAULT_SEED}.")
+        if problem:  # said on every page until the visitor picks a seed
+            st.session_state[SEED_LINK_PROBLEM_KEY] = (
+                f"The link's seed `{links.shown(given)}` is not used: {problem}. Using seed {DEFAULT_SEED}."
+            )
         st.session_state[SEED_KEY] = float(DEFAULT_SEED if problem else value)
+    if st.session_state.get(SEED_KEY) != DEFAULT_SEED:
+        st.session_state.pop(SEED_LINK_PROBLEM_KEY, None)
+    if SEED_LINK_PROBLEM_KEY in st.session_state:
+        links.notice(st.session_state[SEED_LINK_PROBLEM_KEY])
     # No value= here: session state holds it (a float input without bounds, so every typed number arrives here)
     typed = st.number_input("Seed (shared by all pages)", step=1.0, format="%.0f", key=SEED_KEY)
     value, problem = links.whole_number(typed, *SEED_RANGE)
@@ -41,6 +50,27 @@ def seed_control() -> None:
             del st.query_params[SEED_KEY]
     elif st.query_params.get(SEED_KEY) != str(current):
         st.query_params[SEED_KEY] = str(current)
+
+
+def whole_number_input(
+    container, label: str, *, key: str, default: int, lo: int | None = None, hi: int | None = None, step: int = 1
+) -> int:
+    """A whole number typed or linked (``?key=N``) that this code checks: the number, or ``default`` after an error
+    that names the control, the value given and what is allowed.
+
+    A float input shown without decimals, not Streamlit's integer input: the browser parses what is typed into an
+    integer input itself (``1e12`` becomes 1) and keeps an out-of-range value on screen without sending it, and a
+    link's ``inf`` for an integer input raised OverflowError inside Streamlit 1.67. A float input sends every number
+    typed, and a link's ``inf`` is refused by Streamlit and reported by ``ui.links``.
+    """
+    typed = container.number_input(
+        label, value=float(default), step=float(step), format="%.0f", key=key, bind="query-params"
+    )
+    number, problem = links.whole_number(typed, lo, hi)
+    if problem:
+        container.error(f"{label}: `{links.shown(typed)}` is not used: {problem}. Using {default:,}.")
+        return default
+    return number
 
 
 def seed() -> int:
@@ -101,6 +131,15 @@ def cap_note(name: str, cap: int) -> str:
     return f"{name} is capped at {cap:,} on {device_info().type} (so every run stays fast for everyone)."
 
 
+def run_cost_note(what: str, cost: Cost, budget: Cost) -> str:
+    """The text beside a control whose run is capped by its measured cost (``ui.caps``)."""
+    return (
+        f"{what}: about {cost.mb:,.0f} MB and {cost.seconds:.2f} s; one run may take up to {budget.mb:,.0f} MB and "
+        f"{budget.seconds:.1f} s on {device_info().type} (measured costs, `ui/caps.py`), so every run stays fast for "
+        "everyone."
+    )
+
+
 MEASURED_BANDWIDTH_KEY = "measured_bandwidth"  # set by the Live benchmark page, offered by Memory & cost
 
 
@@ -114,28 +153,46 @@ def measured_bandwidth() -> tuple[float, str] | None:
     return st.session_state.get(MEASURED_BANDWIDTH_KEY)
 
 
+BUSY_TEXT = "The server is busy with other visitors' runs: try again in a minute."
+
+
 def run_or_stop(fn, *args, **kwargs):
-    """Call into ``lineage``; a ValueError (bad sizes, bad knobs) is shown as a message and ends the page there."""
+    """Call into ``lineage`` in a heavy-run slot (``ui.limits``); a ValueError (bad sizes, bad knobs) is shown as a
+    message and ends the page there, and so does a wait for a slot that lasts too long."""
     try:
-        return fn(*args, **kwargs)
+        with limits.heavy_slot():
+            return fn(*args, **kwargs)
     except ValueError as exc:
         st.error(f"Can't run this: {exc}")
-        st.stop()
+    except limits.ServerBusy:
+        st.error(BUSY_TEXT)
+    links.report(complete=False)  # nothing can be drawn after st.stop()
+    st.stop()
 
 
-def caps() -> demo.Caps:
+def caps() -> Caps:
     """The live device's caps (CPU small, GPU larger): every page takes its controls' maxima from here."""
-    return demo.caps()
+    return device_caps()
 
 
 def size_controls(prefix: str, *, T: int = 32, K: int = 8, V: int = 8) -> tuple[int, int, int]:
     """Sequence length and head dims of a stage page, with their caps shown beside them."""
     cap = caps()
     a, b, c = controls_row(3, caps=[cap_note("T", cap.T), cap_note("K", cap.state_dim), cap_note("V", cap.state_dim)])
-    T = a.slider("Sequence length T", 4, cap.T, T, bind="query-params", key=f"{prefix}_T")
-    K = b.slider("Key dim K (rows of the state)", 2, cap.state_dim, K, bind="query-params", key=f"{prefix}_K")
-    V = c.slider("Value dim V (columns of the state)", 2, cap.state_dim, V, bind="query-params", key=f"{prefix}_V")
+    T = capped_slider(a, "Sequence length T", 4, cap.T, T, key=f"{prefix}_T", name="T")
+    K = capped_slider(b, "Key dim K (rows of the state)", 2, cap.state_dim, K, key=f"{prefix}_K", name="K")
+    V = capped_slider(c, "Value dim V (columns of the state)", 2, cap.state_dim, V, key=f"{prefix}_V", name="V")
     return T, K, V
+
+
+def capped_slider(
+    container, label: str, lo: int, cap: int, default: int, *, key: str, name: str, why: str | None = None, **kwargs
+) -> int:
+    """A size slider bound to the URL, whose maximum is a cap (``why``: which; default this device's): a link asking
+    for more gets the cap, and the page says so (``ui.links.clamp_to_range``) instead of silently showing the
+    default."""
+    links.clamp_to_range(key, lo, cap, name=name, why=why or f"the cap on {device_info().type}")
+    return container.slider(label, lo, cap, default, bind="query-params", key=key, **kwargs)
 
 
 def live_run_report(run) -> None:
@@ -164,7 +221,11 @@ def run_or_error(fn, *args, **kwargs):
     """Call into ``lineage``; a ValueError is shown as a message and None returned, so the rest of the page still
     runs (unlike :func:`run_or_stop`, for pages whose sections are independent)."""
     try:
-        return fn(*args, **kwargs)
+        with limits.heavy_slot():
+            return fn(*args, **kwargs)
     except ValueError as exc:
         st.error(f"Can't run this: {exc}")
+        return None
+    except limits.ServerBusy:
+        st.error(BUSY_TEXT)
         return None

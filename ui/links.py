@@ -4,9 +4,9 @@ says about those it cannot use. Nothing a visitor gives is dropped silently.
 A control bound to the URL (``bind="query-params"``) takes a link's value when it is one of the control's values;
 otherwise Streamlit drops it and the control shows its default. ``app.py`` takes the link's values before the page
 runs (``link_values``) and, after it, reports every one the page did not use (``report``): a name no control of the
-page has, or a value its control refused. Size controls clamp an over-cap value to the cap before the control is made
-(``clamp_to_range``) and say so. All of it goes through public Streamlit: ``st.query_params`` and
-``st.session_state``.
+page has, or a value its control refused. A page that stops early reports first (``ui.common.run_or_stop``). Size
+controls clamp an over-cap value to the cap before the control is made (``clamp_to_range``) and say so. All of it goes
+through public Streamlit: ``st.query_params`` and ``st.session_state``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Iterable
 import streamlit as st
 
 NOTICES_KEY = "_link_notices"  # this run's notices (session state: every session has its own)
+RUN_KEY = "_link_run"  # this run's link values, where to report them, and whether it has
 NOT_CONTROLS = frozenset({"present", "seed", "embed", "embed_options"})  # read by the app's own code, not widgets
 SHOWN_CHARS = 40  # of a value quoted back to the visitor
 
@@ -66,11 +67,14 @@ def notice(text: str) -> None:
     st.session_state.setdefault(NOTICES_KEY, []).append(text)
 
 
-def link_values() -> dict[str, str]:
-    """The link's query parameters that no control of this session has taken yet (its first run on a page), and
-    clear the previous run's notices. Call before the page's widgets."""
+def link_values(where) -> dict[str, str]:
+    """Start a run: the link's query parameters that no control of this session has taken yet (its first run on a
+    page), remembered with the container ``where`` (at the top of the page) that ``report`` fills. Call before the
+    page's widgets."""
+    requested = {key: value for key, value in st.query_params.to_dict().items() if key not in st.session_state}
     st.session_state[NOTICES_KEY] = []
-    return {key: value for key, value in st.query_params.to_dict().items() if key not in st.session_state}
+    st.session_state[RUN_KEY] = {"requested": requested, "where": where, "reported": False}
+    return requested
 
 
 def clamp_to_range(key: str, lo: float, hi: float, *, name: str, why: str) -> None:
@@ -130,6 +134,8 @@ def unused(requested: dict[str, str], controls: Iterable[str] | None = None) -> 
             continue
         if any(f"`{shown(key)}=" in n for n in st.session_state.get(NOTICES_KEY, [])):
             continue  # clamped, and already said
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
         messages.append(
             f"The link's `{shown(key)}={shown(given)}` is not one of that control's values (out of its range, or not "
             f"one of its choices): it shows {shown(value)} instead."
@@ -137,8 +143,18 @@ def unused(requested: dict[str, str], controls: Iterable[str] | None = None) -> 
     return messages
 
 
-def report(requested: dict[str, str], where) -> None:
-    """Show, in the container ``where`` (at the top of the page), every notice of this run and every unused link
-    value."""
+def report(*, complete: bool = True) -> None:
+    """Show, at the top of the page, every notice of this run and every link value the page did not use; once a run.
+
+    ``complete=False`` before the page stops early (``st.stop()`` lets nothing be drawn after it): only the controls
+    made so far are judged, and a name no control has taken yet is not called unknown.
+    """
+    run = st.session_state.get(RUN_KEY)
+    if run is None or run["reported"]:
+        return
+    run["reported"] = True
+    requested = run["requested"]
+    if not complete:
+        requested = {key: value for key, value in requested.items() if key in st.session_state}
     for text in [*st.session_state.get(NOTICES_KEY, []), *unused(requested)]:
-        where.warning(text, icon=":material/link_off:")
+        run["where"].warning(text, icon=":material/link_off:")

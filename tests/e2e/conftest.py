@@ -1,7 +1,8 @@
 """One real app server and one real headless Chromium for the whole end-to-end session.
 
-The browser is the Debian ``chromium`` package driven by Playwright; Playwright's own browser downloads are never
-used. Every request to a host other than this machine is aborted, so the app must work offline.
+The browser is ``harness.find_chromium()``'s — ``$LINEAGE_CHROMIUM``, Debian's ``chromium``, or Playwright's own build
+if one was installed — driven by Playwright; nothing is downloaded here. Every request to a host other than this
+machine is aborted, so the app must work offline.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 from tests.e2e.harness import (
     CHROMIUM_ARGS,
     CHROMIUM_PATH,
+    NO_CHROMIUM,
     ROOT,
     is_local,
     offline_context,
@@ -67,11 +69,8 @@ def preloaded_server():
 
 @pytest.fixture(scope="session")
 def browser():
-    if not CHROMIUM.exists():
-        pytest.fail(
-            f"{CHROMIUM} is missing: install the Debian 'chromium' package (apt-get install chromium). "
-            "These tests never download a browser (no `playwright install`)."
-        )
+    if not CHROMIUM.exists():  # a failure, never a skip: CI must not pass without its browser
+        pytest.fail(f"{CHROMIUM} is missing: {NO_CHROMIUM}. These tests never download a browser themselves.")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -1,0 +1,131 @@
+"""The caps: the largest live run each page offers on each kind of device, and what a run there really costs.
+
+This is deployment policy (how much of one shared server a visitor's click may take), so it lives on the app's side;
+``lineage`` itself accepts any size its functions can compute. One table, ``DEVICE_CAPS``, read through ``caps()``.
+
+Every cap is stated in what a run costs — its peak extra memory and its wall time, measured by
+``scripts/measure_caps.py`` (2 CPUs, one torch thread, load average 5: six other agents shared the machine) — against
+one budget per run (``Caps.run``). ``ui.limits`` lets at most ``MAX_HEAVY_RUNS`` runs go at once, so the server's
+memory stays under its baseline + MAX_HEAVY_RUNS × ``Caps.run.mb`` however many visitors arrive.
+
+Measured at the CPU caps (MB: peak above the resident set before the run; s: median of 3):
+
+| run at its cap                                   | MB    | s     |
+|--------------------------------------------------|-------|-------|
+| a stage page, KDA, T 64, K = V 16                | 2.5   | 0.04  |
+| GPT-2 / KV cache, T 64, 12 heads × 16            | 3.9   | 0.12  |
+| (GPU caps on the CPU) KDA T 64, K = V 32         | 3.5   | 0.20  |
+| (GPU caps on the CPU) softmax 12 heads × 32      | 9.3   | 0.28  |
+| hybrid decode, 27 layers × 24 tokens             | 6.3   | 1.20  |
+| Memory lab capacity, d_k 32, N 96, 1 stream      | 91    | 0.43  |
+| Memory lab capacity, d_k 16, N 96, 4 streams     | 253   | 1.21  |
+| Memory lab capacity, d_k 32, N 96, 4 streams     | 342   | 1.98  |
+
+The Memory lab's capacity experiment is the one run whose cost the sliders can push past the budget, and its cost is
+not the old proxy (streams × N² × d_k²: d_k 16 with 4 streams has the proxy of d_k 32 with 1, and costs 2.8× the
+memory). It reads every cue after every write: outputs of trials·N·N·d_k numbers per mechanism and softmax rows of
+trials·N·N·N, so ``capacity_cost`` is trials·N²·(a·d_k + b·N), fitted to 27 measured points (d_k 8–32, N 32–96,
+1–4 streams) and scaled by CAPACITY_SAFETY so that it is above every measured point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+
+from lineage import bench_decode
+from lineage.demo import SOFTMAX_MAX_HEADS
+from lineage.device import get_device
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one run takes: peak extra resident memory (MB) and wall time (s, one torch thread)."""
+
+    mb: float
+    seconds: float
+
+    def within(self, budget: Cost) -> bool:
+        return self.mb <= budget.mb and self.seconds <= budget.seconds
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The largest sizes the app's live runs offer on one kind of device; see :func:`caps`."""
+
+    T: int  # tokens of a stage run, softmax and linear-memory alike
+    state_dim: int  # K and V of a linear-memory stage: its K×V state is drawn cell by cell
+    head_dim: int  # head dim of the softmax stages (GPT-2 124M uses 64)
+    heads: int  # heads of the softmax stages
+    hybrid_layer_tokens: int  # layers × tokens of the hybrid page's live decode
+    run: Cost  # what one run may cost; the Memory lab's capacity experiment is capped by this directly
+    benchmark_budgets: tuple[str, ...]  # the Live benchmark page's budgets (keys of bench_decode.BUDGETS)
+
+
+# Why each number (and why a GPU gets what it gets):
+# - T: the figures ship every frame (at most 64) of T×T and T×d matrices to the browser, so what a page sends grows
+#   like T² and faster: at T = 64 the heaviest page (KV cache) sends about 5 MB. A GPU makes none of that smaller.
+# - state_dim, head_dim: the animations draw the K×V state cell by cell in every frame; at 32 they send about 2 MB
+#   (the KV-cache page about 4 MB). The run itself is a few MB either way (table above); on a GPU the chunked and T×T
+#   forms run there, so a GPU gets the wider state.
+# - heads: GPT-2 124M's 12, a fact about the model rather than the device.
+# - hybrid_layer_tokens: the hybrid decodes on the CPU whatever the device, 1.2 s for Kimi Linear's 27 layers × the
+#   page's default 24 tokens (table above): the most a decode may cost.
+# - run: 150 MB and 1.5 s per run on the CPU; two at once (ui.limits) keep a 2-core, 2 GB host responsive. The Memory
+#   lab computes in float64 on the CPU whatever the device, so its budget is the same on a GPU.
+# - benchmark_budgets: the "full" budget (10 contexts, 15 repeats) takes about 4 s on a CPU, "standard" about 2 s;
+#   a GPU runs either in well under a second. (Its memory is capped per device by bench_decode.memory_cap.)
+CPU_RUN = Cost(mb=150.0, seconds=1.5)
+_CPU_CAPS = Caps(
+    T=64,
+    state_dim=16,
+    head_dim=16,
+    heads=SOFTMAX_MAX_HEADS,
+    hybrid_layer_tokens=27 * 24,
+    run=CPU_RUN,
+    benchmark_budgets=("tiny", "standard"),
+)
+DEVICE_CAPS: dict[str, Caps] = {
+    "cpu": _CPU_CAPS,
+    "gpu": replace(_CPU_CAPS, state_dim=32, head_dim=32, benchmark_budgets=tuple(bench_decode.BUDGETS)),
+}
+DEVICE_KINDS = tuple(DEVICE_CAPS)
+
+# capacity_cost's fit (scripts/measure_caps.py): MB and seconds per trials·N²·d_k and per trials·N³
+CAPACITY_FIT = {"mb": (1.54e-4, 4.63e-5), "seconds": (1.08e-6, 1.36e-7)}
+CAPACITY_SAFETY = 1.3  # the largest measured/fitted ratio was 1.26 (memory) and 1.20 (time)
+
+
+def device_kind(device: torch.device | str | None = None) -> str:
+    """ "cpu" or "gpu" (CUDA and MPS alike) for ``device`` (default: the live device)."""
+    dev = get_device() if device is None else torch.device(device)
+    return "cpu" if dev.type == "cpu" else "gpu"
+
+
+def caps(device: torch.device | str | None = None) -> Caps:
+    """The caps of ``device`` (default: the live device): CPU caps small, CUDA and MPS larger."""
+    return DEVICE_CAPS[device_kind(device)]
+
+
+def capacity_cost(d_k: int, n: int, trials: int) -> Cost:
+    """What the Memory lab's capacity experiment costs: ``trials`` streams of ``n`` pairs at key width ``d_k``."""
+    work = {name: trials * n * n * (a * d_k + b * n) * CAPACITY_SAFETY for name, (a, b) in CAPACITY_FIT.items()}
+    return Cost(mb=work["mb"], seconds=work["seconds"])
+
+
+def stage_run_bytes(T: int, K: int, V: int) -> int:
+    """A generous estimate of the host memory a linear-memory stage page holds for one run, in bytes.
+
+    The traced recurrence keeps the state after every step (T·K·V) and per-step reads and writes (T·(K + V)); the
+    pages derive T×T×K gate products (decay mask, retention) and T×T mixing matrices. Every array is counted as
+    float64, three times over (the run, the page's arrays, the figures' copies).
+    """
+    return 3 * 8 * (T * K * V + T * T * K + T * T + 4 * T * (K + V))
+
+
+def softmax_run_bytes(T: int, n_heads: int, head_dim: int) -> int:
+    """A generous estimate of the memory the GPT-2 and KV-cache pages hold for one run, in bytes: the layer's
+    projections (3·T·d_model), the scores and weights of every head (2·H·T²) and head 0's trace, as float64,
+    three times over."""
+    return 3 * 8 * (3 * T * n_heads * head_dim + 2 * n_heads * T * T + T * T + 2 * T * head_dim)

@@ -1,0 +1,110 @@
+"""At most a few heavy runs at a time in the whole process: every visitor of the hosted demo shares one process.
+
+A live run at its caps holds up to a few hundred MB for about a second (``ui.caps``); sixteen visitors starting one
+together would need gigabytes. ``heavy_slot`` lets ``MAX_HEAVY_RUNS`` of them run at once and queues the rest; a
+visitor in the queue sees a message saying so, and where they are in it, until their run starts. The pages' calls into
+``lineage`` go through ``ui.common.run_or_stop`` / ``run_or_error``, which take a slot; so does the Live benchmark.
+
+One slot per thread: a run that calls another page helper inside its slot does not take a second one (which could
+deadlock once every slot is held by a run waiting for another).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from contextlib import contextmanager
+
+import streamlit as st
+
+LIMIT_ENV = "LINEAGE_HEAVY_RUNS"
+MAX_HEAVY_RUNS = max(1, int(os.environ.get(LIMIT_ENV, "2")))  # 2 on the 2-core host: one per core
+MAX_WAIT_S = 120.0  # a visitor waits this long at most, then is told the server is busy
+POLL_S = 0.2  # how often a waiting visitor's message is refreshed
+
+
+class ServerBusy(RuntimeError):
+    """No slot came free within MAX_WAIT_S."""
+
+
+class HeavyRunLimiter:
+    """A counting semaphore that also knows how many are running and waiting (to tell a waiting visitor)."""
+
+    def __init__(self, slots: int):
+        self.slots = slots
+        self._free = threading.Semaphore(slots)
+        self._count_lock = threading.Lock()
+        self._counts = {"running": 0, "waiting": 0}
+        self._held = threading.local()  # per thread: does it hold a slot already
+
+    def counts(self) -> tuple[int, int]:
+        """(runs in progress, visitors waiting), now."""
+        with self._count_lock:
+            return self._counts["running"], self._counts["waiting"]
+
+    def _change(self, running: int = 0, waiting: int = 0) -> None:
+        with self._count_lock:
+            self._counts["running"] += running
+            self._counts["waiting"] += waiting
+
+    @contextmanager
+    def slot(self, on_wait=None, max_wait_s: float = MAX_WAIT_S):
+        """Hold one slot for the block. ``on_wait(running, waiting, waited_s)`` is called while queued (every POLL_S);
+        raises ServerBusy after ``max_wait_s``. Re-entrant per thread."""
+        if getattr(self._held, "yes", False):
+            yield
+            return
+        if not self._free.acquire(blocking=False):
+            self._change(waiting=1)
+            t0 = time.monotonic()
+            try:
+                while not self._free.acquire(timeout=POLL_S):
+                    waited = time.monotonic() - t0
+                    if waited > max_wait_s:
+                        raise ServerBusy(f"no free slot after {max_wait_s:.0f} s")
+                    if on_wait is not None:
+                        on_wait(*self.counts(), waited)
+            finally:
+                self._change(waiting=-1)
+        self._change(running=1)
+        self._held.yes = True
+        try:
+            yield
+        finally:
+            self._held.yes = False
+            self._change(running=-1)
+            self._free.release()
+
+
+LIMITER = HeavyRunLimiter(MAX_HEAVY_RUNS)
+
+
+def waiting_text(running: int, waiting: int, waited_s: float) -> str:
+    return (
+        f"Waiting for a free slot: {running} live run{'s' if running != 1 else ''} in progress for the visitors of "
+        f"this server (at most {LIMITER.slots} at a time, so that no visitor's run starves another's), "
+        f"{waiting} waiting including yours; waited {waited_s:.0f} s. Your run starts as soon as one ends."
+    )
+
+
+@contextmanager
+def heavy_slot():
+    """Hold a slot for the block; while queued, a message on the page says so. On ServerBusy the message says the
+    server is busy and the exception propagates (the caller decides what the rest of the page does)."""
+    shown = None
+
+    def on_wait(running: int, waiting: int, waited_s: float) -> None:
+        nonlocal shown
+        shown = shown or st.empty()
+        shown.info(waiting_text(running, waiting, waited_s), icon=":material/hourglass_top:")
+
+    try:
+        with LIMITER.slot(on_wait):
+            if shown is not None:
+                shown.empty()
+            yield
+    except ServerBusy:
+        if shown is not None:
+            shown.empty()
+        raise
