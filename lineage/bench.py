@@ -368,6 +368,23 @@ def run_bench(cfg: BenchConfig = BenchConfig(), progress: ProgressFn | None = No
         torch.set_num_threads(threads_before)
 
 
+def busy_warning(threads: int, cores: int | None, load: float | None) -> str | None:
+    """A warning when ``threads`` > 1 cannot all have a core: the load already takes more than cores − threads.
+
+    Each of the recurrent loop's T steps is a handful of tiny operations, and with several threads every one of
+    them waits until all threads have run; when other processes hold the cores, that wait is a scheduler time slice
+    per operation. Measured on a 2-core machine at load 3-10: 2 threads made the recurrent form 4-70x slower and
+    the default sweep took 14 minutes; 1 thread, 41 s.
+    """
+    if threads == 1 or cores is None or load is None or load + threads <= cores:
+        return None
+    return (
+        f"warning: load average {load:.1f} on {cores} cores leaves fewer than {threads} cores free; with "
+        f"{threads} threads every small step waits for a busy core, so the recurrent form can run 4-70x slower "
+        "and the sweep take many minutes. --threads 1 (the default) or --recurrent-T keep it short."
+    )
+
+
 def _device_name(device: torch.device) -> str:
     info = device_info(device)
     return info.type if info.type == "cpu" else f"{info.type} ({info.name})"
@@ -383,6 +400,9 @@ def _run(cfg: BenchConfig, device: torch.device, report: ProgressFn) -> BenchRes
         f"T={cfg.T} K={cfg.K} V={cfg.V}, {cfg.threads} torch thread{'s' if cfg.threads != 1 else ''}; "
         "timing the matmul baseline first"
     )
+    busy = busy_warning(cfg.threads, os.cpu_count(), load)
+    if busy:
+        report(busy)
     baseline = matmul_baseline(cfg, device)
     x = _inputs(cfg, device)
     rec_T = cfg.recurrent_T or cfg.T

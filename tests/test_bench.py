@@ -14,7 +14,16 @@ import torch
 
 from lineage import bench, timing
 from lineage.__main__ import main
-from lineage.bench import BenchConfig, GateDraw, chunk_flop_model, format_result, gate_draws, run_bench, sweep_plan
+from lineage.bench import (
+    BenchConfig,
+    GateDraw,
+    busy_warning,
+    chunk_flop_model,
+    format_result,
+    gate_draws,
+    run_bench,
+    sweep_plan,
+)
 from lineage.mamba2 import mamba2
 from lineage.mechanisms import LayerOptions, Mechanism, linear_mechanisms, registered
 
@@ -209,6 +218,22 @@ def test_threads_are_set_for_the_run_and_restored():
     assert seen and set(seen) == {before + 1}
     assert torch.get_num_threads() == before
     assert f"torch threads {before + 1} of " in format_result(r)
+
+
+def test_a_busy_machine_is_warned_about_when_more_than_one_thread_is_asked_for(monkeypatch):
+    monkeypatch.setattr(bench.os, "getloadavg", lambda: (7.5, 7.0, 6.0))
+    monkeypatch.setattr(bench.os, "cpu_count", lambda: 2)
+    messages: list[str] = []
+    run_bench(
+        BenchConfig(T=8, K=4, V=4, chunk_size=4, threads=2, repeats=1, recurrent_repeats=1, matmul_repeats=1),
+        messages.append,
+    )
+    assert messages[1].startswith("warning: load average 7.5 on 2 cores leaves fewer than 2 cores free")
+    assert "--threads 1" in messages[1]
+    assert busy_warning(1, 2, 7.5) is None  # one thread: nothing to wait for
+    assert busy_warning(2, 16, 3.0) is None  # cores to spare
+    assert busy_warning(4, 8, 5.0) is not None
+    assert busy_warning(2, 2, None) is None  # no load average on this OS: no guess
 
 
 def test_the_recurrent_form_on_a_prefix_is_timed_there_and_scaled(monkeypatch):
