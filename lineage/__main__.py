@@ -67,6 +67,21 @@ def _add_bench_parser(sub) -> None:
     for name in ("B", "H", "T", "K", "V"):
         ops.add_argument(f"--{name}", type=int, default=getattr(d, name), help=f"{name} of the inputs")
     ops.add_argument("--chunk-size", type=int, default=d.chunk_size, help="chunk length C of the chunked form")
+    ops.add_argument("--dtype", choices=("fp32", "bf16", "fp64"), default=d.dtype, help="dtype of the inputs")
+    ops.add_argument(
+        "--normalisers",
+        type=float,
+        nargs="+",
+        default=list(d.normalisers),
+        metavar="N",
+        help="gate strengths: g = log σ(x) / N for each N",
+    )
+    ops.add_argument(
+        "--wipe-fraction",
+        type=float,
+        default=d.wipe_fraction,
+        help=f"share of positions wiped (g = -inf) in the extra gates at N = {d.wipe_normaliser:g}; 0: none",
+    )
     ops.add_argument("--repeats", type=int, default=d.repeats, help="timed runs of the chunked form (median)")
     ops.add_argument(
         "--recurrent-repeats", type=int, default=d.recurrent_repeats, help="timed runs of the recurrent form (median)"
@@ -110,10 +125,13 @@ def _bench(args, parser: argparse.ArgumentParser) -> int:
                 K=args.K,
                 V=args.V,
                 chunk_size=args.chunk_size,
+                dtype=args.dtype,
                 threads=args.threads,
                 repeats=args.repeats,
                 recurrent_repeats=args.recurrent_repeats,
                 recurrent_T=args.recurrent_T,
+                normalisers=tuple(args.normalisers),
+                wipe_fraction=args.wipe_fraction,
             )
         except (TypeError, ValueError) as exc:
             parser.error(str(exc))

@@ -1,7 +1,7 @@
 """``python -m lineage bench``: how fast each linear-memory op runs, chunked against recurrent, at every gate strength.
 
 Every op of the linear family (the mechanisms of :mod:`lineage.mechanisms` that have a write rule) is timed in its
-chunked and its recurrent form at one shape (default B=1, H=4, T=4096, K=V=64, fp32, chunks of 64). The gated ops
+chunked and its recurrent form at one shape (default B=1, H=4, T=4096, K=V=64, fp32 inputs, chunks of 64). The gated ops
 are timed at several gate strengths, because the chunked form's cost can depend on how strongly the gates decay:
 
     g = log σ(x) / n,  x ~ N(0, 1),  n ∈ {16, 4, 1, 0.25}     mean log-α ≈ −0.05, −0.2, −0.8, −3.2 per step
@@ -38,6 +38,7 @@ from lineage.mechanisms import Mechanism, linear_mechanisms
 from lineage.timing import Timed, interleaved_medians, interleaved_times
 
 ProgressFn = Callable[[str], None]
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp64": torch.float64}
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class BenchConfig:
     K: int = 64
     V: int = 64
     chunk_size: int = 64
+    dtype: str = "fp32"  # of the inputs: "fp32" | "bf16" | "fp64" (ops compute bf16 in fp32, fp64 in fp64)
     threads: int = 1  # torch intra-op threads; 1 keeps a shared 2-core machine usable and the times steady
     repeats: int = 5  # chunked form: median of this many interleaved runs, after one warm-up
     recurrent_repeats: int = 3  # the reference loop takes ~0.2 s per call at the default shape
@@ -64,6 +66,8 @@ class BenchConfig:
         for name in ("B", "H", "T", "K", "V", "chunk_size", "threads", "repeats", "recurrent_repeats"):
             positive_int(name, getattr(self, name))
         positive_int("matmul_repeats", self.matmul_repeats)
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(map(repr, DTYPES))}, got {self.dtype!r}")
         if self.recurrent_T is not None:
             positive_int("recurrent_T", self.recurrent_T, maximum=self.T)
         if not self.normalisers or any(not (n > 0 and math.isfinite(n)) for n in self.normalisers):
@@ -193,15 +197,16 @@ class MatmulBaseline:
 
 
 def _baseline_products(cfg: BenchConfig, device: torch.device) -> tuple[dict[str, Timed], dict[str, str], dict]:
-    """The bmm calls of the baseline, their shapes and FLOPs, on random fp32 operands."""
+    """The bmm calls of the baseline, their shapes and FLOPs, on random operands of the ops' compute dtype."""
     gen = torch.Generator().manual_seed(cfg.seed + 1)
+    dtype = torch.float64 if cfg.dtype == "fp64" else torch.float32  # the ops compute bf16 inputs in fp32
     C = min(cfg.chunk_size, cfg.T)
     N = -(-cfg.T // C)
     BH, K, V = cfg.B * cfg.H, cfg.K, cfg.V
     Z = BH * N
 
     def rand(*shape):
-        return torch.randn(*shape, generator=gen).to(device)
+        return torch.randn(*shape, generator=gen).to(device, dtype)
 
     a, b = rand(Z, C, K), rand(Z, K, C)
     p, u = rand(Z, C, C), rand(Z, C, V)
@@ -323,12 +328,13 @@ class BenchResult:
 def _inputs(cfg: BenchConfig, device: torch.device) -> dict[str, torch.Tensor]:
     gen = torch.Generator().manual_seed(cfg.seed)
     shape = (cfg.B, cfg.H, cfg.T)
-    return {
-        "q": torch.randn(*shape, cfg.K, generator=gen).to(device),
-        "k": F.normalize(torch.randn(*shape, cfg.K, generator=gen), dim=-1).to(device),  # as the layers feed it
-        "v": torch.randn(*shape, cfg.V, generator=gen).to(device),
-        "beta": torch.rand(*shape, generator=gen).to(device),
+    x = {
+        "q": torch.randn(*shape, cfg.K, generator=gen),
+        "k": F.normalize(torch.randn(*shape, cfg.K, generator=gen), dim=-1),  # as the layers feed it
+        "v": torch.randn(*shape, cfg.V, generator=gen),
+        "beta": torch.rand(*shape, generator=gen),
     }
+    return {name: t.to(device, DTYPES[cfg.dtype]) for name, t in x.items()}
 
 
 def _call(m: Mechanism, x: dict[str, torch.Tensor], g: torch.Tensor | None, T: int, **kw):
@@ -412,7 +418,8 @@ def _run(cfg: BenchConfig, device: torch.device, report: ProgressFn) -> BenchRes
         g = None
         if draw is not None:  # seeded by the draw, so every mechanism of one gate kind sees the same gates
             shape = (cfg.B, cfg.H, cfg.T) + ((cfg.K,) if m.gate == "channel" else ())
-            g = draw.draw(shape, torch.Generator().manual_seed(cfg.seed + 1 + draws.index(draw))).to(device)
+            gen = torch.Generator().manual_seed(cfg.seed + 1 + draws.index(draw))
+            g = draw.draw(shape, gen).to(device, DTYPES[cfg.dtype])
         forms = {
             "chunk": Timed(
                 lambda m=m, g=g: _call(m, x, g, cfg.T, mode="chunk", chunk_size=cfg.chunk_size), cfg.repeats
@@ -463,7 +470,7 @@ def format_result(r: BenchResult) -> str:
     lines = [
         f"device {r.device}; torch threads {c.threads} of {r.cores} cores (--threads N to change); "
         f"torch {r.torch_version}{load}; {_duration(r.wall_seconds)} in all",
-        f"B={c.B} H={c.H} T={c.T} K={c.K} V={c.V} fp32, chunk {c.chunk_size}; median of {c.repeats} (chunked) and "
+        f"B={c.B} H={c.H} T={c.T} K={c.K} V={c.V} {c.dtype}, chunk {c.chunk_size}; median of {c.repeats} (chunked) and "
         f"{c.recurrent_repeats} (recurrent) after one warm-up, the two forms in interleaved rounds",
     ]
     if c.recurrent_T:

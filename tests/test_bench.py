@@ -275,8 +275,9 @@ def test_the_recurrent_form_on_a_prefix_is_timed_there_and_scaled(monkeypatch):
         (dict(normalisers=()), "normalisers must be one or more positive numbers"),
         (dict(normalisers=(1, -2)), "normalisers must be one or more positive numbers"),
         (dict(wipe_fraction=1.0), r"wipe_fraction must be in \[0, 1\)"),
+        (dict(dtype="fp16"), "dtype must be one of 'fp32', 'bf16', 'fp64', got 'fp16'"),
     ],
-    ids=["T", "threads", "recurrent_T", "no-normalisers", "negative-normaliser", "wipe_fraction"],
+    ids=["T", "threads", "recurrent_T", "no-normalisers", "negative-normaliser", "wipe_fraction", "dtype"],
 )
 def test_bad_settings_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -322,14 +323,28 @@ def test_cli_prints_the_table_writes_json_and_reports_progress(tmp_path, capsys)
     assert math.isfinite(data["wall_seconds"])
 
 
+def test_cli_gate_strengths_and_dtype_reach_the_sweep(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    args = [*TINY_ARGS, "--normalisers", "2", "0.5", "--wipe-fraction", "0", "--dtype", "bf16", "--json", str(out)]
+    assert main(["bench", *args]) == 0
+    assert "T=24 K=8 V=8 bf16, chunk 8" in capsys.readouterr().out
+    data = json.loads(out.read_text())
+    assert data["config"]["dtype"] == "bf16"
+    gated = [m.key for m in linear_mechanisms() if m.gate != "none"]
+    assert [(c["op"], c["gate"]) for c in data["cells"] if c["gate_kind"] != "none"] == [
+        (key, gate) for key in gated for gate in ("logσ(x)/2", "logσ(x)/0.5")
+    ]
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["--threads", "0"], "--threads must be >= 1, got 0"),
         (["--T", "16", "--recurrent-T", "32"], "recurrent_T must be <= 16, got 32"),
         (["--chunk-size", "0"], "chunk_size must be >= 1, got 0"),
+        (["--normalisers", "4", "0"], "normalisers must be one or more positive numbers, got (4.0, 0.0)"),
     ],
-    ids=["threads", "recurrent_T", "chunk_size"],
+    ids=["threads", "recurrent_T", "chunk_size", "normalisers"],
 )
 def test_cli_refuses_bad_settings_with_a_message(args, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
