@@ -49,9 +49,10 @@ class HeavyRunLimiter:
             self._counts["waiting"] += waiting
 
     @contextmanager
-    def slot(self, on_wait=None, max_wait_s: float = MAX_WAIT_S):
+    def slot(self, on_wait=None, max_wait_s: float | None = None):
         """Hold one slot for the block. ``on_wait(running, waiting, waited_s)`` is called while queued (every POLL_S);
-        raises ServerBusy after ``max_wait_s``. Re-entrant per thread."""
+        raises ServerBusy after ``max_wait_s`` (default MAX_WAIT_S). Re-entrant per thread."""
+        max_wait_s = MAX_WAIT_S if max_wait_s is None else max_wait_s
         if getattr(self._held, "yes", False):
             yield
             return

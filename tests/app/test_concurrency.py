@@ -37,6 +37,7 @@ from streamlit.testing.v1.util import patch_config_options
 
 from lineage import demo, footprints, hybrid, lab
 from tests.app.util import ROOT, TIMEOUT
+from ui import common, limits, results
 
 # ---- the sources: bounded caches, no shared state written ----------------------------------------------------------
 
@@ -448,3 +449,86 @@ def test_simultaneous_sessions_see_only_their_own_results():
                 if page in SEED_FREE_CHARTS:
                     continue
                 assert together[i]["charts"] != together[j]["charts"], f"{page}: seeds {other} and {params} agree"
+
+
+# ---- the process-wide limit on heavy runs, and results no client can clear -------------------------------------------
+
+
+def test_the_limiter_runs_at_most_its_slots_at_once_and_tells_the_rest_they_wait():
+    limiter = limits.HeavyRunLimiter(2)
+    lock, running, most, told = threading.Lock(), [0], [0], []
+
+    def one_run(_) -> None:
+        with limiter.slot(on_wait=lambda r, w, s: told.append((r, w))):
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            time.sleep(0.3)
+            with lock:
+                running[0] -= 1
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one_run, range(8)))
+    assert most[0] == 2, f"{most[0]} runs at once with 2 slots"
+    assert told and all(r == 2 and w >= 1 for r, w in told), told[:5]
+    assert limiter.counts() == (0, 0)
+
+
+def test_the_limiter_gives_up_after_its_longest_wait_and_is_reentrant():
+    limiter = limits.HeavyRunLimiter(1)
+    with limiter.slot():
+        with limiter.slot():  # the same thread: no second slot, no deadlock
+            assert limiter.counts() == (1, 0)
+        with ThreadPoolExecutor(1) as pool:
+            other = pool.submit(lambda: limiter.slot(max_wait_s=0.3).__enter__())
+            with pytest.raises(limits.ServerBusy):
+                other.result(timeout=10)
+    assert limiter.counts() == (0, 0)
+
+
+def test_a_page_whose_run_cannot_get_a_slot_says_the_server_is_busy(monkeypatch):
+    monkeypatch.setattr(limits, "MAX_WAIT_S", 0.5)
+    held, release = threading.Barrier(limits.LIMITER.slots + 1), threading.Event()
+
+    def hold() -> None:
+        with limits.LIMITER.slot():
+            held.wait(timeout=10)
+            release.wait(timeout=60)
+
+    with ThreadPoolExecutor(limits.LIMITER.slots) as pool:
+        for _ in range(limits.LIMITER.slots):
+            pool.submit(hold)
+        held.wait(timeout=10)
+        try:
+            at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+            at.query_params["seed"] = "424242"  # a run no cache holds
+            at.run()
+            at.switch_page("app_pages/kda.py")
+            at.run()
+        finally:
+            release.set()
+    assert not at.exception
+    assert any(e.value == common.BUSY_TEXT for e in at.error), [e.value for e in at.error]
+
+
+def test_stored_results_survive_a_cache_clear_and_run_once_per_interval():
+    store = results.ResultStore(keep_s=60, rerun_s=0.5, max_entries=2)
+    calls = []
+
+    def run() -> int:
+        time.sleep(0.2)
+        calls.append(1)
+        return len(calls)
+
+    with ThreadPoolExecutor(4) as pool:  # four visitors press Run together: one run, the same result for all
+        got = list(pool.map(lambda _: store.measure(("cpu", "tiny"), run).value, range(4)))
+    assert got == [1, 1, 1, 1] and store.runs == 1
+    st.cache_data.clear()
+    st.cache_resource.clear()  # what any client's clear-cache message does
+    assert store.get(("cpu", "tiny")).value == 1 and store.measure(("cpu", "tiny"), run).value == 1
+    assert 0 < store.next_run_in_s(("cpu", "tiny")) <= 0.5
+    time.sleep(0.6)
+    assert store.measure(("cpu", "tiny"), run).value == 2 and store.runs == 2  # a new run once the interval is over
+    store.measure(("cpu", "standard"), run)
+    store.measure(("gpu", "tiny"), run)
+    assert store.get(("cpu", "tiny")) is None and len(store._results) == 2  # bounded: the oldest went first

@@ -94,9 +94,12 @@ def healthy(url: str) -> bool:
         return False
 
 
-def server_command(port: int, *, preload: bool = False) -> list[str]:
-    """``streamlit run app.py`` on ``port``, headless; ``preload``: started by serve.py, as the container does."""
-    start = ["serve.py"] if preload else ["-m", "streamlit", "run", "app.py"]
+def server_command(port: int, *, preload: bool = False, script: str = "app.py") -> list[str]:
+    """``streamlit run <script>`` on ``port``, headless, this machine only; ``preload``: the app started by serve.py,
+    as the README and the container start it."""
+    if preload and script != "app.py":
+        raise ValueError("serve.py starts app.py only")
+    start = ["serve.py"] if preload else ["-m", "streamlit", "run", script]
     return [sys.executable, *start, "--server.headless", "true", "--server.port", str(port)] + [
         "--server.address",
         "127.0.0.1",  # this machine only
@@ -123,7 +126,7 @@ class RunningServer:
     healthy_at: float  # … and when /_stcore/health first answered
 
 
-def start_server(log: IO, *, preload: bool = False, timeout_s: float) -> RunningServer:
+def start_server(log: IO, *, preload: bool = False, timeout_s: float, script: str = "app.py") -> RunningServer:
     """Start the app on a free port from the repository root (output to ``log``) and wait for its health check.
 
     Raises RuntimeError, the server stopped, if it exits or is not healthy within ``timeout_s``. Polls every 50 ms,
@@ -133,7 +136,7 @@ def start_server(log: IO, *, preload: bool = False, timeout_s: float) -> Running
     url = f"http://127.0.0.1:{port}"
     started = time.monotonic()
     proc = subprocess.Popen(
-        server_command(port, preload=preload),
+        server_command(port, preload=preload, script=script),
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
