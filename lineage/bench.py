@@ -7,13 +7,17 @@ are timed at several gate strengths, because the chunked form's cost can depend 
     g = log σ(x) / n,  x ~ N(0, 1),  n ∈ {16, 4, 1, 0.25}     mean log-α ≈ −0.05, −0.2, −0.8, −3.2 per step
     the same at n = 1 with 5 % of positions wiped (g = −inf: the state is erased there)
 
-(n = 16 is what fla's tests and most trained models use; n = 1 and below are the strong decays that trained models
-and fla's tests also reach.) The ungated ops (linear attention, DeltaNet) are timed once.
+(n = 16 gives the mild decay this benchmark used to draw alone; stronger decay, n = 1 and below, also occurs in
+trained models and in fla's tests, and is where a chunked form's cost can change.) The ungated ops (linear
+attention, DeltaNet) are timed once.
 
 For each chunked form it also reports its throughput in GFLOP/s against a FLOP model of the chunked algorithm
 (:func:`chunk_flop_model`), and that throughput as a share of what ``torch.bmm`` reaches on the same shapes in the
 same run (:func:`matmul_baseline`): a chunked form made of matrix products cannot do much better than the matrix
 products alone, so the share says how much of the machine it uses.
+
+Not here: the parallel (T×T) form, which the stage pages time at their small sizes, and decoding one token,
+which ``python -m lineage bench decode`` (:mod:`lineage.bench_decode`) measures against the context length.
 
 Timing: :mod:`lineage.timing`. The two forms of one op at one gate strength are timed in interleaved rounds (median
 of several after a warm-up), so the machine's drift hits both alike and their ratio is steadier than either time.
