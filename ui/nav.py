@@ -56,6 +56,7 @@ PAGES: tuple[PageEntry, ...] = (
     PageEntry("Tools", "app_pages/memory_cost.py", "Memory & cost", ":material/memory:", "memory_cost"),
     PageEntry("Tools", "app_pages/live_benchmark.py", "Live benchmark", ":material/speed:", "live_benchmark"),
     PageEntry("Labs", "app_pages/memory_lab.py", "Memory lab", ":material/science:", "memory_lab"),
+    PageEntry("Labs", "app_pages/learned_memory.py", "Learned memory", ":material/model_training:", "learned_memory"),
 )
 
 SECTIONS = ("The lineage", "Labs", "Tools")
@@ -70,6 +71,7 @@ NAV_EXPANDED = True  # every page of every section listed: no "View more" to fin
 _TRANSITIONS = {
     "ledger": "The story is told: now hold the article's numbers against the app's own.",
     "memory_lab": "Put the mechanisms side by side on your own experiments.",
+    "learned_memory": "So far the gates were set by hand. Now let small models learn them.",
 }
 
 

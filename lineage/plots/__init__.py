@@ -57,6 +57,7 @@ from lineage.plots.softmax import (
     online_softmax,
     recompute_cost,
 )
+from lineage.plots.training import accuracy_sweep, mixer_title, training_curves
 
 __all__ = ["MAX_FRAMES", "Panel", "animated_heatmaps", "color_range", "frame_indices", "play_controls", "style"]
 __all__ += ["bandwidth_fraction", "cache_vs_length", "decode_time_vs_context", "format_bytes", "per_layer_bars"]
@@ -69,3 +70,4 @@ __all__ += ["topic_switch_figure"]
 __all__ += ["animation_steps", "chunk_schedule", "chunk_timing", "delta_rule_steps", "mixing"]
 __all__ += ["recall_and_norm", "recall_by_age", "write_and_state", "attention_growth", "cache_traffic"]
 __all__ += ["io_bytes", "kv_cache_growth", "online_softmax", "recompute_cost"]
+__all__ += ["accuracy_sweep", "mixer_title", "training_curves"]

@@ -1,0 +1,425 @@
+"""Learned memory: train tiny models of every stage on recall tasks, live, and open up what training made of them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from lineage import plots, train
+from lineage.device import device_info
+from lineage.lm import CONTROLS, MIXERS, LMConfig, learned_layers
+from lineage.tasks import TASK_TITLES, TASKS, TaskConfig, make_batch
+from lineage.train import TrainConfig, TrainResult
+from ui.classroom import chart, controls_row, prose
+from ui.common import device_label, run_or_stop, seed, what_to_notice
+
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "learned_memory_reference.json"
+
+
+@dataclass(frozen=True)
+class TrainCaps:
+    """What one press of Train may ask for on one kind of device."""
+
+    steps: int  # training steps per mechanism
+    seconds: float  # wall seconds per mechanism
+    mechanisms: int  # mechanisms trained by one press
+
+
+# Deployment policy, so it lives on the app side. On the CPU a step of the default model (d_model 64, 2 layers,
+# batch 64, 32 tokens) took 30–250 ms depending on the mechanism on a busy 2-core machine (KDA slowest): 600 steps
+# is enough for DeltaNet-style layers to solve 4 pairs, and 45 s bounds what one visitor's press takes from a shared
+# server. A GPU runs the same steps several times faster.
+TRAIN_CAPS = {"cpu": TrainCaps(steps=600, seconds=45.0, mechanisms=4), "gpu": TrainCaps(3000, 60.0, 8)}
+# Expectations from the papers, checked against the recorded numbers: (better, worse, source).
+PAPER_ORDER = (
+    (
+        "softmax",
+        "linear_attention",
+        "Zoology (Arora et al. 2023, arXiv 2312.04927): attention solves MQAR at every size it tests, while models "
+        "with a fixed-size state need a larger state as the number of pairs grows",
+    ),
+    (
+        "deltanet",
+        "linear_attention",
+        "DeltaNet (Yang et al. 2024, arXiv 2406.06484): on MQAR the delta rule beats additive linear-attention models",
+    ),
+    (
+        "kda",
+        "gated_deltanet",
+        "Kimi Linear report (arXiv 2510.26692), its synthetic-task figure, MQAR panel: KDA at or above Gated DeltaNet",
+    ),
+)
+TIE = 0.02  # accuracies this close count as equal
+# The model and optimiser of a live run: those of the recorded sweep (see its command), up to 64 tokens.
+LIVE_MODEL = LMConfig(vocab_size=64, max_len=64, d_model=64, n_layers=2, n_heads=4)
+LIVE_TRAINING = TrainConfig(lr=1e-3, batch_size=64)
+
+
+def train_caps() -> TrainCaps:
+    return TRAIN_CAPS["cpu" if device_info().type == "cpu" else "gpu"]
+
+
+@st.cache_data(max_entries=2, show_spinner=False)
+def reference(mtime: float) -> dict:
+    """The recorded sweep (re-read when the file changes)."""
+    return json.loads(REFERENCE.read_text())
+
+
+def sweep_axes(runs: list[TrainResult]) -> tuple[dict, dict, int, int]:
+    """The recorded runs as the two Zoology axes: accuracy vs pairs (at the most common length) and vs length (at
+    the most common number of pairs). Returns (by_pairs, by_length, that length, those pairs)."""
+    lengths = [r.task["seq_len"] for r in runs]
+    pairs = [r.task["n_pairs"] for r in runs]
+    T = max(set(lengths), key=lengths.count)
+    N = max(set(pairs), key=pairs.count)
+    by_pairs: dict[str, tuple[list, list]] = {}
+    by_length: dict[str, tuple[list, list]] = {}
+    for r in sorted(runs, key=lambda r: (r.task["n_pairs"], r.task["seq_len"])):
+        if r.task["seq_len"] == T:
+            by_pairs.setdefault(r.mixer, ([], []))
+            by_pairs[r.mixer][0].append(r.task["n_pairs"])
+            by_pairs[r.mixer][1].append(r.accuracy)
+    for r in sorted(runs, key=lambda r: r.task["seq_len"]):
+        if r.task["n_pairs"] == N:
+            by_length.setdefault(r.mixer, ([], []))
+            by_length[r.mixer][0].append(r.task["seq_len"])
+            by_length[r.mixer][1].append(r.accuracy)
+    return by_pairs, by_length, T, N
+
+
+def solved_sentence(by_pairs: dict, T: int, target: float) -> str:
+    """Which mechanism solved which numbers of pairs, and where each one broke, from the recorded accuracies."""
+    parts = []
+    for mixer, (n, acc) in by_pairs.items():
+        solved = [x for x, a in zip(n, acc, strict=True) if a >= target]
+        failed = [(x, a) for x, a in zip(n, acc, strict=True) if a < target]
+        name = plots.mixer_title(mixer)
+        if not failed:
+            parts.append(f"**{name}** solved every size (up to {max(n)} pairs)")
+        elif not solved:
+            parts.append(f"**{name}** solved none (best {max(acc):.0%})")
+        else:
+            x, a = failed[0]
+            parts.append(f"**{name}** solved up to {max(solved)} pairs and fell to {a:.0%} at {x}")
+    return f"At {T} tokens, reaching {target:.0%} held-out accuracy within the step cap: " + "; ".join(parts) + "."
+
+
+def paper_checks(by_pairs: dict) -> list[str]:
+    """Each expectation of the papers, and whether the recorded numbers agree (mean accuracy over the pairs axis)."""
+    mean = {m: float(np.mean(acc)) for m, (_, acc) in by_pairs.items()}
+    lines = []
+    for better, worse, source in PAPER_ORDER:
+        if better not in mean or worse not in mean:
+            continue
+        a, b = mean[better], mean[worse]
+        verdict = "agrees" if a >= b - TIE else "**disagrees**"
+        lines.append(
+            f"{source}. Here: {plots.mixer_title(better)} {a:.0%} against {plots.mixer_title(worse)} {b:.0%} "
+            f"(mean over the pairs axis) — this run {verdict}."
+        )
+    return lines
+
+
+def curves_of(results: dict[str, TrainResult]) -> dict:
+    return {m: (r.eval_step, r.eval_accuracy) for m, r in results.items()}
+
+
+# --- the page -------------------------------------------------------------------------------------------------------
+
+st.title("Learned memory")
+prose(
+    """
+Every other page sets the gates and β by hand. Here small language models learn them. Each model is the same
+GPT-2-style stack — token and position embeddings, two pre-norm blocks, an MLP, an output head — with one mechanism
+of the lineage as its token mixer, built from the layers the stage pages run, with gates and β computed from the
+data as in the papers. They are trained with AdamW on **multi-query associative recall** (MQAR, from the Zoology
+paper): key–value pairs, then the keys again, and the model must answer each with its value. A fixed-size state has
+to hold every pair at once; a KV cache just keeps them all.
+"""
+)
+
+caps = train_caps()
+cap_text = (
+    f"Training is capped on {device_info().type} at {caps.steps:,} steps and {caps.seconds:.0f} s per mechanism, "
+    f"{caps.mechanisms} mechanisms per press (so every run stays fast for everyone)."
+)
+
+
+def recorded_section(data: dict) -> None:
+    """The recorded sweep: the Zoology-style charts, what they say, the papers' expectations, and a live re-run."""
+    runs = [TrainResult.from_dict(r) for r in data["runs"]]
+    by_pairs, by_length, ref_T, ref_N = sweep_axes(runs)
+    first = runs[0]
+    chance = TaskConfig(**first.task).chance
+    live_points: dict[str, tuple[list, list]] = st.session_state.setdefault("learned_memory_live_points", {})
+    st.subheader("The recorded run: accuracy against the number of pairs, one state size")
+    st.markdown(solved_sentence(by_pairs, ref_T, first.train["target_accuracy"]))
+    chart(
+        plots.accuracy_sweep(
+            by_pairs,
+            x_title="key–value pairs",
+            title=f"MQAR at {ref_T} tokens; every linear layer holds {first.state_numbers:,} numbers of state "
+            f"({first.model['n_heads']} heads × {first.model['d_model'] // first.model['n_heads']}²)",
+            chance=chance,
+            live=live_points,
+        ),
+        key="learned_memory_pairs",
+        alt="Held-out accuracy against the number of key-value pairs for each mechanism, from the recorded run.",
+    )
+    st.caption(
+        f"Recorded {data['date']} on {data['device']} ({data['machine']}, {data['cpu_count']} cores, "
+        f"{data['threads']} torch thread, load average {data['load_average_before'][0]:.1f} at the start: other "
+        f"work shared the machine), torch {data['torch_version']}, {data['wall_seconds'] / 60:.0f} min in all, with "
+        f"`{data['command']}`."
+    )
+    if len({x for xs, _ in by_length.values() for x in xs}) > 1:
+        chart(
+            plots.accuracy_sweep(
+                by_length,
+                x_title="sequence length (tokens)",
+                title=f"MQAR with {ref_N} pairs: accuracy against sequence length (recorded)",
+                chance=chance,
+            ),
+            key="learned_memory_lengths",
+            alt="Held-out accuracy against sequence length for each mechanism, from the recorded run.",
+        )
+    with st.expander("Each recorded point: steps, wall time, why it stopped"):
+        st.markdown(
+            "\n".join(
+                f"- {plots.mixer_title(r.mixer)}, {r.task['n_pairs']} pairs, {r.task['seq_len']} tokens: "
+                f"{r.accuracy:.1%} after {r.steps} steps ({r.stopped}), {r.wall_seconds:.1f} s"
+                for r in runs
+            )
+        )
+    for line in paper_checks(by_pairs):
+        st.markdown(f"- {line}")
+
+    st.markdown("**Re-run a recorded point here**, with its recorded config and seed:")
+    labels = {
+        f"{plots.mixer_title(r.mixer)}, {r.task['n_pairs']} pairs, {r.task['seq_len']} tokens ({r.accuracy:.0%})": r
+        for r in runs
+    }
+    left, right = controls_row([4, 1], caps=[cap_text])
+    picked = labels[left.selectbox("Recorded point", list(labels), key="learned_memory_point")]
+    if not right.button("Re-run it", key="learned_memory_rerun"):
+        return
+    steps = min(picked.steps, caps.steps)
+    cfg = replace(TrainConfig(**picked.train), max_steps=steps, max_seconds=caps.seconds)
+    bar = st.progress(0.0, text="re-running …")
+    again = run_or_stop(
+        train.train,
+        TaskConfig(**picked.task),
+        LMConfig(**picked.model),
+        cfg,
+        seed=picked.seed,
+        progress=lambda s, loss, acc: bar.progress(s / steps, text=f"step {s}, loss {loss:.3f}, accuracy {acc:.1%}"),
+    )
+    bar.empty()
+    n = min(len(again.loss), len(picked.loss))
+    same = bool(np.allclose(again.loss[:n], picked.loss[:n], rtol=1e-4, atol=1e-5))
+    cut = "" if steps == picked.steps else f" (the first {steps} of its {picked.steps} steps: the cap here)"
+    st.markdown(
+        f"Re-run{cut}: held-out accuracy **{again.accuracy:.1%}** after {again.steps} steps in "
+        f"{again.wall_seconds:.1f} s on {device_label()}; recorded {picked.accuracy:.1%} after {picked.steps} "
+        "steps. "
+        + (
+            f"The training losses of all {n} steps match the recorded ones."
+            if same
+            else f"The training losses differ from the recorded ones within the first {n} steps: another CPU or "
+            "torch build rounds some matrix products differently, and training amplifies that."
+        )
+    )
+    if again.steps == picked.steps and picked.task["seq_len"] == ref_T:  # a whole point of the chart, re-run
+        x, acc = live_points.setdefault(picked.mixer, ([], []))
+        x.append(picked.task["n_pairs"])
+        acc.append(again.accuracy)
+
+
+if REFERENCE.exists():
+    recorded_section(reference(REFERENCE.stat().st_mtime))
+else:
+    st.info(
+        "No recorded run is stored with this copy of the app (data/learned_memory_reference.json). "
+        "`python -m lineage train --task mqar --mixers all --pairs 2,4,8 --out data/learned_memory_reference.json` "
+        "makes one."
+    )
+
+st.subheader("Train here")
+a, b, c, d = controls_row([2, 3, 1, 1])
+task_key = a.selectbox("Task", TASKS, format_func=TASK_TITLES.get, key="learned_memory_task")
+chosen = b.multiselect(
+    "Mechanisms",
+    MIXERS + CONTROLS,
+    default=["softmax", "linear_attention", "deltanet"],
+    format_func=plots.mixer_title,
+    key="learned_memory_mixers",
+)
+steps = int(c.number_input("Steps", min_value=1, value=300, step=50, key="learned_memory_steps"))
+seconds = float(d.number_input("Seconds each", min_value=1.0, value=30.0, step=5.0, key="learned_memory_seconds"))
+e, f, g = controls_row(3, caps=[cap_text])
+size = e.slider("Key–value pairs (MQAR)", 1, 8, 4, key="learned_memory_pairs_n", disabled=task_key != "mqar")
+length = f.select_slider("Sequence length", [16, 32, 64], 32, key="learned_memory_T")
+pressed = g.button("Train", type="primary", key="learned_memory_train")
+
+problems = []
+if steps > caps.steps:
+    problems.append(f"{steps:,} steps asked for; the cap here is {caps.steps:,}")
+if seconds > caps.seconds:
+    problems.append(f"{seconds:.0f} s per mechanism asked for; the cap here is {caps.seconds:.0f} s")
+if len(chosen) > caps.mechanisms:
+    problems.append(f"{len(chosen)} mechanisms chosen; one press trains at most {caps.mechanisms}")
+if not chosen:
+    problems.append("no mechanism chosen")
+
+model_cfg = LIVE_MODEL
+trained: dict = st.session_state.setdefault("learned_memory_trained", {})
+if pressed and problems:
+    st.error("Not trained: " + "; ".join(problems) + ".")
+elif pressed:
+    try:
+        task = TaskConfig(task_key, vocab_size=model_cfg.vocab_size, seq_len=length, n_pairs=size)
+    except ValueError as exc:
+        st.error(f"Not trained: {exc}")
+        st.stop()
+    cfg = replace(LIVE_TRAINING, max_steps=steps, max_seconds=seconds)
+    results: dict[str, TrainResult] = {}
+    models = {}
+    so_far: dict[str, tuple[list, list]] = {}  # the curves while they grow
+    bar = st.progress(0.0, text=f"training on {device_label()} …")
+    live = st.empty()
+    for i, mixer in enumerate(chosen):
+        so_far[mixer] = ([], [])
+
+        def progress(step: int, loss: float, acc: float, i=i, mixer=mixer) -> None:
+            so_far[mixer][0].append(step)
+            so_far[mixer][1].append(acc)
+            bar.progress(
+                (i + step / steps) / len(chosen),
+                text=f"{plots.mixer_title(mixer)}: step {step} of {steps}, loss {loss:.3f}, accuracy {acc:.1%}",
+            )
+            with live.container():
+                chart(
+                    plots.training_curves(so_far, title="Training now", chance=task.chance),
+                    key=f"learned_memory_live_{mixer}_{step}",
+                    alt="Held-out accuracy against training step while training runs.",
+                )
+
+        result, model = run_or_stop(
+            train.train,
+            task,
+            replace(model_cfg, mixer=mixer),
+            cfg,
+            seed=seed(),
+            progress=progress,
+            return_model=True,
+        )
+        results[mixer], models[mixer] = result, model
+    bar.empty()
+    live.empty()
+    trained.clear()
+    trained.update(task=task, results=results, models=models)
+
+if trained:
+    task, results = trained["task"], trained["results"]
+    chart(
+        plots.training_curves(
+            curves_of(results), title=f"{TASK_TITLES[task.task]}: held-out accuracy while training", chance=task.chance
+        ),
+        key="learned_memory_curves",
+        alt="Held-out accuracy against training step, one line per mechanism trained here.",
+    )
+    best = max(results.values(), key=lambda r: r.accuracy)
+    st.markdown(
+        " ".join(
+            f"{plots.mixer_title(m)}: {r.accuracy:.1%} after {r.steps} steps ({r.wall_seconds:.1f} s"
+            + (", reached the target)." if r.solved else ").")
+            for m, r in results.items()
+        )
+        + f" Chance is {task.chance:.1%}; "
+        + (
+            f"{plots.mixer_title(best.mixer)} learned most."
+            if best.accuracy >= 2 * task.chance
+            else "none is clear of chance yet: more steps, or fewer pairs."
+        )
+        + f" Trained live, {device_label()}."
+    )
+
+    st.subheader("What the model learned")
+    with_memory = [m for m, model in trained["models"].items() if model.mixers()]
+    if not with_memory:
+        st.info("Train a linear-memory mechanism (KDA shows the most) to open up its gates, β and state.")
+    else:
+        order = sorted(with_memory, key=lambda m: m != "kda")
+        p, q, r = controls_row(3)
+        mixer = p.selectbox("Model", order, format_func=plots.mixer_title, key="learned_memory_open")
+        model = trained["models"][mixer]
+        example = make_batch(task, 1, seed())
+        logits, layers = learned_layers(model, example.tokens)
+        names = [f"block {layer.block + 1} ({plots.mixer_title(layer.kind)})" for layer in layers]
+        which = q.selectbox("Layer", range(len(layers)), format_func=names.__getitem__, key="learned_memory_layer")
+        layer = layers[which]
+        H = layer.states.shape[1]
+        head = r.selectbox("Head", range(H), key="learned_memory_head")
+        scored = example.targets[0] >= 0
+        right = int((logits[0].argmax(-1) == example.targets[0])[scored].sum())
+        st.markdown(
+            f"One new example (seed {seed()}): the model answers **{right} of {int(scored.sum())}** scored positions "
+            "right. Below, what this layer computed from the data at every token."
+        )
+        tokens = [str(t) for t in example.tokens[0].tolist()]
+        if layer.alpha is not None and layer.alpha.ndim == 3:
+            alpha = layer.alpha[head]  # [T, K]
+            slow, fast = int(alpha.mean(0).argmax()), int(alpha.mean(0).argmin())
+            st.markdown(
+                f"Its gates are one per key channel: channel {slow} keeps {alpha[:, slow].mean():.2f} of its row per "
+                f"token on average, channel {fast} only {alpha[:, fast].mean():.2f} — learned, not set."
+            )
+            chart(
+                plots.gates_by_channel(alpha, title=f"Learned α per key channel, head {head}, every token"),
+                key="learned_memory_gates",
+                alt="Heatmap of the learned decay α for every key channel across the tokens of one example.",
+            )
+        series = {}
+        if layer.alpha is not None and layer.alpha.ndim == 2:
+            series[f"α (head {head})"] = layer.alpha[head]
+        if layer.beta is not None:
+            series[f"β (head {head})"] = layer.beta[head]
+            st.markdown(
+                f"β, the write strength, ranged from {layer.beta[head].min():.2f} to {layer.beta[head].max():.2f} "
+                f"over this example (mean {layer.beta[head].mean():.2f})."
+            )
+        if series:
+            chart(
+                plots.over_time(
+                    series, title="Learned per-token gate and write strength", y_title="value", y_range=(0, 1)
+                ),
+                key="learned_memory_beta",
+                alt="Lines of the learned β (and scalar gate) at every token of one example.",
+            )
+        gate = layer.alpha[head] if layer.alpha is not None and layer.alpha.ndim == 3 else None
+        chart(
+            plots.state_animation(
+                {f"{plots.mixer_title(layer.kind)} S_t, head {head}": layer.states[:, head]},
+                title="The state under the learned gates and β, token by token",
+                gate=gate,
+            ),
+            key="learned_memory_state",
+            alt="Animated heatmap of one head's state after every token, with the learned gates beside it.",
+            export_name="learned_memory_state",
+        )
+        st.caption("Tokens of this example: " + " ".join(tokens))
+
+what_to_notice(
+    [
+        "The recorded chart is the Zoology picture at one state size: where a line drops, that memory ran out of room "
+        "(or out of training steps) for that many pairs.",
+        "A model whose blocks mix nothing across tokens (the control) stays at chance whatever it is trained for: "
+        "the accuracy of the others is their memory at work.",
+        "KDA's learned gates differ between channels and between tokens: that is the data-dependent forgetting the "
+        "KDA page can only imitate with hand-set values.",
+    ]
+)

@@ -1,0 +1,134 @@
+"""Figures of the Learned memory page (:mod:`lineage.train`): accuracy while training, and the Zoology-style sweeps.
+
+Every line is a mechanism in its lineage colour, dash and marker (:func:`lineage.plots.palette.mechanism_line`);
+the hybrid takes the hybrid stage's line, the no-mixing control a neutral grey. A dotted grey line marks chance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lineage.plots.core import LEGEND_BELOW, LEGEND_BELOW_MARGIN, figure, house_layout
+from lineage.plots.palette import NEUTRAL, mechanism_line, stage_line
+
+MIXER_TITLES = {
+    "softmax": "Softmax attention",
+    "linear_attention": "Linear attention",
+    "deltanet": "DeltaNet",
+    "mamba2": "Mamba-2",
+    "gla": "GLA",
+    "gated_deltanet": "Gated DeltaNet",
+    "kda": "KDA",
+    "hybrid": "Hybrid (KDA + MLA)",
+    "identity": "No mixing (control)",
+}
+
+
+def mixer_title(mixer: str) -> str:
+    return MIXER_TITLES.get(mixer, mixer)
+
+
+def _style(mixer: str) -> tuple[dict, dict]:
+    if mixer == "hybrid":
+        return stage_line("hybrid")
+    if mixer in MIXER_TITLES and mixer != "identity":
+        return mechanism_line(mixer)
+    return dict(color=NEUTRAL, dash="longdash", width=3.0), dict(color=NEUTRAL, symbol="x", size=8)
+
+
+def _chance(chance: float | None) -> list[dict]:
+    if chance is None:
+        return []
+    line = dict(color=NEUTRAL, dash="dot", width=1.5)
+    return [dict(type="line", x0=0, x1=1, xref="paper", y0=chance, y1=chance, yref="y", line=line)]
+
+
+def _layout(title: str, x_title: str, *, chance: float | None, height: int, x_type: str = "linear") -> dict:
+    layout = dict(
+        xaxis=dict(title=dict(text=x_title), type=x_type),
+        yaxis=dict(title=dict(text="held-out accuracy"), range=[0, 1.05], tickformat=".0%"),
+        legend=LEGEND_BELOW,
+        shapes=_chance(chance),
+    )
+    layout |= house_layout(title=title, height=height)
+    layout["margin"]["b"] = LEGEND_BELOW_MARGIN
+    return layout
+
+
+def training_curves(
+    curves: Mapping[str, tuple[Sequence[int], Sequence[float]]],
+    *,
+    title: str,
+    chance: float | None = None,
+    height: int = 420,
+) -> go.Figure:
+    """Held-out accuracy against training step, one line per mixer: ``curves`` mixer -> (steps, accuracies)."""
+    data = []
+    for mixer, (steps, acc) in curves.items():
+        if len(steps) != len(acc):
+            raise ValueError(f"curves[{mixer!r}]: {len(steps)} steps but {len(acc)} accuracies")
+        line, marker = _style(mixer)
+        name = mixer_title(mixer)
+        data.append(
+            dict(
+                type="scatter",
+                x=np.asarray(steps, dtype=float),
+                y=np.asarray(acc, dtype=float),
+                name=name,
+                mode="lines+markers",
+                line=line,
+                marker=marker | dict(size=5),
+                hovertemplate=f"{name}<br>step %{{x}}: %{{y:.1%}} of answers right<extra></extra>",
+            )
+        )
+    return figure(data, _layout(title, "training step", chance=chance, height=height))
+
+
+def accuracy_sweep(
+    points: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    *,
+    x_title: str,
+    title: str,
+    chance: float | None = None,
+    live: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    log_x: bool = False,
+    height: int = 420,
+) -> go.Figure:
+    """Final held-out accuracy against a task size (pairs, sequence length), one line per mixer: ``points`` mixer ->
+    (sizes, accuracies) from the recorded run. ``live`` adds the points re-run here as open markers."""
+    data = []
+    for mixer, (x, acc) in points.items():
+        line, marker = _style(mixer)
+        name = mixer_title(mixer)
+        data.append(
+            dict(
+                type="scatter",
+                x=np.asarray(x, dtype=float),
+                y=np.asarray(acc, dtype=float),
+                name=f"{name} (recorded)",
+                legendgroup=mixer,
+                mode="lines+markers",
+                line=line,
+                marker=marker | dict(size=9),
+                hovertemplate=f"{name}, recorded<br>{x_title} %{{x}}: %{{y:.1%}}<extra></extra>",
+            )
+        )
+    for mixer, (x, acc) in (live or {}).items():
+        line, marker = _style(mixer)
+        name = mixer_title(mixer)
+        data.append(
+            dict(
+                type="scatter",
+                x=np.asarray(x, dtype=float),
+                y=np.asarray(acc, dtype=float),
+                name=f"{name} (re-run here)",
+                legendgroup=mixer,
+                mode="markers",
+                marker=marker | dict(size=16, symbol=f"{marker['symbol']}-open", line=dict(width=3)),
+                hovertemplate=f"{name}, re-run here<br>{x_title} %{{x}}: %{{y:.1%}}<extra></extra>",
+            )
+        )
+    return figure(data, _layout(title, x_title, chance=chance, height=height, x_type="log" if log_x else "linear"))
