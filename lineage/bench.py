@@ -139,7 +139,9 @@ def chunk_flop_model(rule: str, T: int, K: int, V: int, C: int) -> dict[str, int
         A_qk[i, j] = Σ_c q_ic k_jc e^(G_ic − G_jc)
                                       2·C²·K     (used on and below the diagonal)
         T = (I + StrictTril(diag(β) A_kk))⁻¹ diag(β)
-                                      C²·(V + K) delta rule: forward substitution against V and K columns
+                                      C·(C² − 1)/3  delta rule: the inverse of a unit lower-triangular C×C
+                                                 matrix by substitution (≈ C³/3, as LAPACK counts its trtri),
+                                                 since :func:`lineage.recurrence.ut_transform` forms T itself
         U = T V                       2·C²·V     delta rule
         W = T (K ⊙ e^G)               2·C²·K     delta rule
         u = U − W S                   2·C·K·V    delta rule (additive: u = V)
@@ -166,7 +168,7 @@ def chunk_flop_model(rule: str, T: int, K: int, V: int, C: int) -> dict[str, int
     if rule == "delta":
         per_chunk |= {
             "A_kk": 2 * C * C * K,
-            "solve": C * C * (V + K),
+            "solve": C * (C * C - 1) // 3,
             "U = T V": 2 * C * C * V,
             "W = T (K ⊙ e^G)": 2 * C * C * K,
             "W S": 2 * C * K * V,

@@ -115,13 +115,14 @@ def test_every_op_accepts_the_wiped_gates_and_stays_finite():
 
 
 def test_flop_model_by_hand():
-    # T = 8, C = 4: two chunks; K = 2, V = 3. Per chunk: A_qk 2·16·2 = 64, A_kk 64, solve 16·(3 + 2) = 80,
+    # T = 8, C = 4: two chunks; K = 2, V = 3. Per chunk: A_qk 2·16·2 = 64, A_kk 64, the 4×4 unit lower-triangular
+    # inverse 20 (column j needs 1 + 2 + … + (3 − j) multiply-adds: 6 + 3 + 1 = 10, 2 FLOPs each),
     # U 2·16·3 = 96, W 2·16·2 = 64, W S 2·4·2·3 = 48, state update 48, output 48 (inter) + 96 (intra)
     delta = chunk_flop_model("delta", T=8, K=2, V=3, C=4)
     assert delta == {
         "A_qk": 128,
         "A_kk": 128,
-        "solve": 160,
+        "solve": 40,
         "U = T V": 192,
         "W = T (K ⊙ e^G)": 128,
         "W S": 96,
@@ -134,15 +135,15 @@ def test_flop_model_by_hand():
 
 
 def test_flop_model_pads_to_whole_chunks_and_caps_the_chunk_at_T():
-    assert sum(chunk_flop_model("delta", T=9, K=2, V=3, C=4).values()) == 3 * 608  # ⌈9 / 4⌉ = 3 chunks
+    assert sum(chunk_flop_model("delta", T=9, K=2, V=3, C=4).values()) == 3 * 548  # ⌈9 / 4⌉ = 3 chunks
     assert chunk_flop_model("additive", T=5, K=2, V=2, C=64) == chunk_flop_model("additive", T=5, K=2, V=2, C=5)
 
 
 def test_flop_model_at_the_default_shape_matches_the_closed_form():
-    # D = K = V = C: every term of the delta rule is 2·D³ (the solve: D²·2D), nine terms: 18·D³ per chunk;
-    # the additive rule keeps four of them: 8·D³
+    # D = K = V = C: every product term is 2·D³, eight of them, plus the inverse (D³ − D)/3 per chunk;
+    # the additive rule keeps four of the products: 8·D³
     D, N = 64, 4096 // 64
-    assert sum(chunk_flop_model("delta", 4096, D, D, D).values()) == N * 18 * D**3
+    assert sum(chunk_flop_model("delta", 4096, D, D, D).values()) == N * (16 * D**3 + (D**3 - D) // 3)
     assert sum(chunk_flop_model("additive", 4096, D, D, D).values()) == N * 8 * D**3
 
 
