@@ -193,9 +193,10 @@ def step_control(page: str, n_steps: int, *, label: str = "Step t") -> int:
 
 def _switch_to(entry: PageEntry) -> None:
     """Open another page of the tour. Its query string is replaced, not cleared: st.switch_page's default clears it,
-    which Streamlit refuses (an exception, and no switch) once any widget-bound parameter is in the URL — the shared
-    seed, or this page's step. The shared seed's widget writes itself back on the next page; presenter mode is kept."""
-    st.switch_page(entry.file, query_params={PRESENT_KEY: "1"} if presenter_mode() else {})
+    which Streamlit refuses (an exception, and no switch) once any widget-bound parameter is in the URL. The next page
+    keeps what the whole session shares: presenter mode and the seed."""
+    shared = {key: st.query_params[key] for key in ("seed",) if key in st.query_params}
+    st.switch_page(entry.file, query_params=shared | ({PRESENT_KEY: "1"} if presenter_mode() else {}))
 
 
 def start_tour() -> None:
