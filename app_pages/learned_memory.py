@@ -63,7 +63,7 @@ def train_caps() -> TrainCaps:
     return TRAIN_CAPS["cpu" if device_info().type == "cpu" else "gpu"]
 
 
-@st.cache_data(max_entries=2, show_spinner=False)
+@st.cache_data(max_entries=2, ttl=3600, show_spinner=False)
 def reference(mtime: float) -> dict:
     """The recorded sweep (re-read when the file changes)."""
     return json.loads(REFERENCE.read_text())
