@@ -18,7 +18,6 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,6 +27,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from lineage import demo, footprints, hybrid, lab  # noqa: E402
+from lineage.device import get_device  # noqa: E402
+from lineage.timing import repeat_times  # noqa: E402
 
 MB = 2**20
 LIBC = ctypes.CDLL("libc.so.6")  # glibc: malloc_trim
@@ -52,12 +53,8 @@ def measure(fn, repeats: int) -> tuple[float, float]:
     release_freed_memory()
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     before = _status_kb("VmRSS")
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-        release_freed_memory()  # each run starts from the same resident set
+    # the one timer (lineage.timing); each run starts from the same resident set (the release is untimed)
+    times = repeat_times(lambda _: fn(), get_device(), repeats, warmup=0, setup=release_freed_memory)
     return (_status_kb("VmHWM") - before) / 1024, statistics.median(times)
 
 
