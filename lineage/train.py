@@ -314,6 +314,12 @@ def add_train_parser(sub) -> None:
     p.add_argument("--eval-every", type=int, default=c.eval_every)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: bit-reproducible runs)")
+    p.add_argument(
+        "--throughput",
+        action="store_true",
+        help="instead of training: tokens/s of one training step, chunked vs recurrent form, for each mixer",
+    )
+    p.add_argument("--repeats", type=int, default=5, help="--throughput: timed steps per form (median)")
 
 
 def _bar(done: float, width: int = 24) -> str:
@@ -333,8 +339,8 @@ def run_train_command(args, parser, argv: Sequence[str]) -> int:
 
     mixers = list(MIXERS) if args.mixers == "all" else [x.strip() for x in args.mixers.split(",") if x.strip()]
     try:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be ≥ 1, got {args.threads}")
+        if args.threads < 1 or args.repeats < 1:
+            raise ValueError(f"--threads and --repeats must be ≥ 1, got {args.threads} and {args.repeats}")
         task = TaskConfig(args.task, args.vocab, args.seq_len, args.n_pairs, args.n_stacks)
         points = sweep_points(mixers, task=task, pairs=args.pairs, lengths=args.lengths)
         for p in points:  # every point and mixer checked before the first one trains
@@ -358,6 +364,8 @@ def run_train_command(args, parser, argv: Sequence[str]) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     torch.set_num_threads(args.threads)
+    if args.throughput:
+        return _print_throughput(points, model_cfg, cfg, args.repeats)
     tty = sys.stderr.isatty()
     started, current = time.perf_counter(), {"i": 0, "label": ""}
 
@@ -401,4 +409,24 @@ def run_train_command(args, parser, argv: Sequence[str]) -> int:
     if args.out:
         with open(args.out, "w") as f:
             json.dump(payload, f, indent=1)
+    return 0
+
+
+def _print_throughput(points: Sequence[SweepPoint], model_cfg: LMConfig, cfg: TrainConfig, repeats: int) -> int:
+    """One line per point: training tokens per second in the chunked and the recurrent form, and their ratio."""
+    import os
+
+    print(
+        f"training step of {cfg.batch_size} sequences, d_model {model_cfg.d_model}, {model_cfg.n_layers} layers, "
+        f"{model_cfg.n_heads} heads; {torch.get_num_threads()} thread(s) of {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f}; median of {repeats} interleaved steps per form"
+    )
+    print(f"{'mixer':<17} {'T':>5} {'chunk tok/s':>12} {'recurrent tok/s':>16} {'chunk/recurrent':>16}")
+    for p in points:
+        mcfg = replace(model_cfg, mixer=p.mixer, max_len=max(model_cfg.max_len, p.task.seq_len))
+        rates = training_throughput(p.task, mcfg, cfg, repeats=repeats, device="cpu")
+        print(
+            f"{p.mixer:<17} {p.task.seq_len:>5} {rates['chunk']:>12,.0f} {rates['recurrent']:>16,.0f} "
+            f"{rates['chunk'] / rates['recurrent']:>15.2f}×"
+        )
     return 0
