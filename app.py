@@ -12,6 +12,7 @@ from ui import links
 from ui.classroom import presenter_requested, presenter_toggle
 from ui.common import device_label, seed_control
 from ui.nav import DEFAULT_PAGE, DEFAULT_URL_PATH, HOME_ALIAS, NAV_EXPANDED, PAGES, SECTIONS
+from ui.serving import warm_chart_renderer
 
 ROOT = Path(__file__).parent
 
@@ -25,6 +26,7 @@ st.set_page_config(
     layout="wide",
     initial_sidebar_state="collapsed" if presenter_requested() else "auto",
 )
+unwarm = warm_chart_renderer()  # a session's first run: the browser loads plotly.js while the page computes
 
 sections: dict[str, list] = {name: [] for name in SECTIONS}
 for entry in PAGES:
@@ -53,3 +55,4 @@ with st.sidebar:
 
 page.run()
 links.report()
+unwarm()

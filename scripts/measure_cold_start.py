@@ -9,6 +9,7 @@ Each round starts each kind of server afresh, in turn (so machine load falls on 
     bare     ``streamlit run`` of a bare app, a title and one Plotly chart (written to artifacts/): the floor, what
              Streamlit and plotly.js cost before this app adds anything;
     serve    ``python serve.py``, the README's and the container's start (heavy imports before health);
+    serve-nowarm   the same without the app's blank first chart that starts plotly.js early (LINEAGE_WARM_CHART=0);
     plain    ``streamlit run app.py`` (its first visitor waits for the imports).
 
 Once ``/_stcore/health`` answers, a new context of a headless Chromium (``harness.find_chromium()``; offline: requests
@@ -60,7 +61,12 @@ import streamlit as st
 st.title("Bare app")
 st.plotly_chart(go.Figure(go.Scatter(x=[0, 1, 2], y=[0, 1, 4])))
 """
-STARTS = {"bare": dict(script=str(BARE_APP)), "serve": dict(preload=True), "plain": dict()}
+STARTS = {
+    "bare": dict(script=str(BARE_APP)),
+    "serve": dict(preload=True),
+    "serve-nowarm": dict(preload=True, env={"LINEAGE_WARM_CHART": "0"}),  # without ui.serving.warm_chart_renderer
+    "plain": dict(),
+}
 STARTUP_TIMEOUT_S = 120
 PAGE_TIMEOUT_MS = 120_000
 BENCHMARK_TIMEOUT_MS = 300_000  # the Live benchmark's default budget, on a slow shared machine
@@ -222,13 +228,13 @@ def main(argv: list[str] | None = None) -> int:
             f"cold start → first chart on the home page, {args.runs} rounds of {', '.join(args.starts)}, interleaved "
             f"({os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f})"
         )
-        print("  round  start  health  first chart  (boot  script  draw)")
+        print("  round  start         health  first chart  (boot  script  draw)")
         for i in range(args.runs):
             for start in args.starts:
                 r = cold_start(browser, args.log, start)
                 runs[start].append(r)
                 print(
-                    f"  {i + 1:>5}  {start:<5}  {r.health_s:5.2f}s  {r.first_chart_s:9.2f}s   "
+                    f"  {i + 1:>5}  {start:<12}  {r.health_s:5.2f}s  {r.first_chart_s:9.2f}s   "
                     f"({r.boot_s:4.2f}  {r.script_s:5.2f}  {r.draw_s:4.2f})",
                     flush=True,
                 )
@@ -240,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
             verdict = ""
             if "bare" in medians and start != "bare":
                 verdict = " ok" if medians[start] / medians["bare"] <= TARGET_RATIO else f" OVER ×{TARGET_RATIO}"
-            print(f"median first chart, {start:<5} {medians[start]:.2f} s after health{ratio}{verdict} ({phases})")
+            print(f"median first chart, {start:<12} {medians[start]:.2f} s after health{ratio}{verdict} ({phases})")
 
         mem = None
         if not args.skip_memory:

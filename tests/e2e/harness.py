@@ -126,7 +126,9 @@ class RunningServer:
     healthy_at: float  # … and when /_stcore/health first answered
 
 
-def start_server(log: IO, *, preload: bool = False, timeout_s: float, script: str = "app.py") -> RunningServer:
+def start_server(
+    log: IO, *, preload: bool = False, timeout_s: float, script: str = "app.py", env: dict[str, str] | None = None
+) -> RunningServer:
     """Start the app on a free port from the repository root (output to ``log``) and wait for its health check.
 
     Raises RuntimeError, the server stopped, if it exits or is not healthy within ``timeout_s``. Polls every 50 ms,
@@ -140,7 +142,7 @@ def start_server(log: IO, *, preload: bool = False, timeout_s: float, script: st
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     while not healthy(url):
         if proc.poll() is not None:

@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.e2e.checks import assert_clean, wait_until_rendered
 from tests.e2e.conftest import running_server
 from tests.e2e.harness import (
     ROOT,
@@ -112,3 +113,19 @@ def test_a_second_server_on_the_same_port_says_so_at_once(load_server):
     )
     assert done.returncode != 0 and f"port {port}" in done.stderr, done.stderr[-500:]
     assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", ["", "kda?kda_T=20&seed=7"], ids=["home", "kda-deep-link"])
+def test_the_blank_first_chart_loads_plotly_once_and_is_gone(watched_preloaded, preloaded_server, path):
+    """ui.serving.warm_chart_renderer: plotly.js is requested once (the blank chart's load is the page's), the blank
+    chart is removed once the page has run, and nothing else on the page changes."""
+    page = watched_preloaded.page
+    chunk_requests: list[str] = []
+    page.on("request", lambda r: chunk_requests.append(r.url) if "/PlotlyChart." in r.url else None)
+    page.goto(f"{preloaded_server.url}/{path}", wait_until="domcontentloaded")
+    wait_until_rendered(page)
+    assert len(chunk_requests) == 1, f"plotly.js was requested {len(chunk_requests)} times: {chunk_requests}"
+    assert page.locator(".st-key-warm_chart_renderer").count() == 0, "the blank chart is still on the page"
+    assert page.locator(".stPlotlyChart .js-plotly-plot .main-svg").count() >= 1
+    assert_clean(watched_preloaded, f"serve.py /{path}")
