@@ -6,11 +6,11 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.deltanet import deltanet
-from lineage.recurrence import chunk_memory, recurrent_memory
+from lineage.equations import chunked_delta
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.story import checked_line, inputs_choice, show_claim, story_chart, top_slot
+from ui.story import checked_line, code_excerpts, equation_panel, inputs_choice, show_claim, story_chart, top_slot
 
 COMPARE_BETAS = (0.1, 0.5, 1.0)  # the write strengths drawn beside the chosen one
 
@@ -30,7 +30,8 @@ piled onto. The price is that each step depends on the one before through Sᵀk_
 sequential for training on long sequences. The second half of this page shows how it is parallelised anyway.
 """
 )
-show_code(deltanet, recurrent_memory)
+equation_panel("deltanet")
+show_code(deltanet, title="The whole op")
 
 inputs = inputs_choice("deltanet")
 T, K, V = size_controls("deltanet")
@@ -157,7 +158,7 @@ Everything from earlier chunks arrives only through the state S handed over at t
 product per chunk. The animation below takes the same outputs apart that way, chunk by chunk.
 """
 )
-show_code(chunk_memory, title="The chunked form that runs")
+code_excerpts(chunked_delta())
 chart(
     plots.chunk_schedule(out["mixing"], chunk_size, title=f"The chunked form, C = {chunk_size}, chunk by chunk"),
     key="deltanet_chunks",

@@ -6,11 +6,10 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.gated_deltanet import gated_deltanet
-from lineage.recurrence import recurrent_memory
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
+from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("gated_deltanet")
 top = top_slot()
@@ -26,7 +25,8 @@ In between, something written at step x and read t steps later has been multipli
 αₓ₊₁ ⋯ αₓ₊ₜ, so items written at different moments fade at different speeds.
 """
 )
-show_code(gated_deltanet, recurrent_memory)
+equation_panel("gated_deltanet")
+show_code(gated_deltanet, title="The whole op")
 
 inputs = inputs_choice("gated_deltanet")
 T, K, V = size_controls("gated_deltanet")

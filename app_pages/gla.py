@@ -6,11 +6,10 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.gla import gla
-from lineage.recurrence import recurrent_memory
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
+from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("gla")
 top = top_slot()
@@ -24,7 +23,8 @@ GLA is the additive cell of the grid's per-channel column; KDA below it keeps th
 the delta rule. Here the channels' gates are spread evenly from the slowest α (row 0) to the fastest (the last row).
 """
 )
-show_code(gla, recurrent_memory)
+equation_panel("gla")
+show_code(gla, title="The whole op")
 
 inputs = inputs_choice("gla")
 T, K, V = size_controls("gla")

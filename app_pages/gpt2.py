@@ -11,7 +11,7 @@ from lineage.softmax import CausalSelfAttention, decode_recompute
 from lineage.story import make_story
 from ui.classroom import chart, controls_row, prose, step_control, tour_nav
 from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
-from ui.story import inputs_choice, show_claim, top_slot
+from ui.story import equation_panel, inputs_choice, show_claim, top_slot
 
 stage_header("gpt2")
 top = top_slot()
@@ -28,6 +28,7 @@ identical to the ones it computed one step earlier. Only the last row is new. Th
 with the length of the text, and a whole generation costs 1 + 2 + … + N rows: quadratic in N.
 """
 )
+equation_panel("gpt2")
 show_code(decode_recompute, CausalSelfAttention.forward, recompute_generation_cost)
 
 cap = caps()

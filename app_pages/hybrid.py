@@ -9,7 +9,7 @@ from lineage.plots.story import crossover
 from lineage.story import make_story
 from ui.classroom import cap_notes, chart, step_control, tour_nav
 from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
-from ui.story import checked_line, show_claim, story_chart, top_slot
+from ui.story import checked_line, equation_panel, show_claim, story_chart, top_slot
 
 K3 = footprints.PARAMETER_FACTS["kimi-k3"]
 KIMI = footprints.MODELS["kimi-linear-48b"]
@@ -49,6 +49,7 @@ Kimi K3 — {K3.parameters / 1e12:.1f}T parameters, described as KDA layers with
 reported to follow the same plan. Those facts come from a secondary source: {K3.source}.
 """
 )
+equation_panel("hybrid")
 show_code(footprints.periodic_schedule, hybrid.HybridStack.forward, hybrid.decode_trace)
 
 st.subheader("The schedule")

@@ -7,11 +7,10 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.kda import kda
-from lineage.recurrence import recurrent_memory
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
+from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("kda")
 top = top_slot()
@@ -27,7 +26,8 @@ runs Gated DeltaNet on the same tokens, with one gate set to the channels' mean 
 spent evenly instead of unevenly.
 """
 )
-show_code(kda, recurrent_memory)
+equation_panel("kda")
+show_code(kda, title="The whole op")
 
 inputs = inputs_choice("kda")
 T, K, V = size_controls("kda")

@@ -11,7 +11,7 @@ from lineage.softmax import decode_step, tiled_softmax_attention
 from lineage.story import make_story
 from ui.classroom import chart, controls_row, prose, step_control, tour_nav
 from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
-from ui.story import inputs_choice, show_claim, top_slot
+from ui.story import equation_panel, inputs_choice, show_claim, top_slot
 
 stage_header("kv_cache")
 top = top_slot()
@@ -28,6 +28,7 @@ to compute one new token, so at long context the speed of a step is set by how f
 fast the chip can multiply.
 """
 )
+equation_panel("kv_cache")
 show_code(KVCache.append, decode_step)
 
 cap = caps()

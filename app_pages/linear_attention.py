@@ -6,11 +6,11 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.linear_attention import FEATURE_MAPS, linear_attention
-from lineage.recurrence import parallel_memory, recurrent_memory
+from lineage.recurrence import parallel_memory
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.story import checked_line, inputs_choice, show_claim, story_chart, top_slot
+from ui.story import checked_line, equation_panel, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("linear_attention")
 top = top_slot()
@@ -29,7 +29,8 @@ masked to j ≤ t. But the update only ever adds. Nothing stored is corrected or
 blurring each other's values as the text goes on.
 """
 )
-show_code(linear_attention, recurrent_memory, parallel_memory)
+equation_panel("linear_attention")
+show_code(linear_attention, parallel_memory, title="The whole op and its T × T form")
 
 inputs = inputs_choice("linear_attention")
 T, K, V = size_controls("linear_attention")

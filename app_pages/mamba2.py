@@ -6,11 +6,11 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.mamba2 import mamba2
-from lineage.recurrence import parallel_memory, recurrent_memory
+from lineage.recurrence import parallel_memory
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.story import checked_line, gate_controls, inputs_choice, show_claim, story_chart, top_slot
+from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("mamba2")
 top = top_slot()
@@ -27,7 +27,8 @@ in between. That is attention with a causal mask that decays with distance: the 
 masked attention and run as a recurrence with a fixed-size state. Dao and Gu call this *state space duality*.
 """
 )
-show_code(mamba2, recurrent_memory, parallel_memory)
+equation_panel("mamba2")
+show_code(mamba2, parallel_memory, title="The whole op and its T × T form")
 
 inputs = inputs_choice("mamba2")
 T, K, V = size_controls("mamba2")

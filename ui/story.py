@@ -10,6 +10,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage.claims import StageClaim, held_over_time, step_sentences
+from lineage.equations import equation
 from lineage.plots.story import story_memory
 from ui.classroom import chart
 
@@ -102,3 +103,21 @@ def gate_controls(page: str, *, per_channel: bool = False) -> tuple[float, float
         help="What a trained gate does at a change of topic: 0 wipes, 1 keeps.",
     )
     return keep, switch
+
+
+def code_excerpts(excerpts) -> None:
+    """Lines of running code, each block under the file, function and line numbers it was cut from."""
+    for excerpt in excerpts:
+        st.caption(f"`{excerpt.where}`")
+        st.code(excerpt.text, language="python")
+
+
+def equation_panel(stage_key: str) -> None:
+    """The stage's update with the change from the previous stage marked, beside the lines of code that make it."""
+    eq = equation(stage_key)
+    left, right = st.columns([2, 3])
+    with left:
+        st.latex(eq.latex)
+        st.caption(f"New in this stage (marked): {eq.change}.")
+    with right:
+        code_excerpts(eq.excerpts())
