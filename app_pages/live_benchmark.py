@@ -8,6 +8,7 @@ import streamlit as st
 from lineage import bench_decode, plots
 from lineage.device import device_info
 from lineage.softmax import decode_step
+from ui.caps import benchmark_memory_bytes
 from ui.classroom import chart
 from ui.common import caps, device_label, remember_measured_bandwidth, run_or_stop, show_code, what_to_notice
 from ui.results import BENCHMARKS
@@ -37,7 +38,7 @@ copy's, while the KDA step stays flat.
 """
 )
 
-cap = bench_decode.memory_cap()
+cap = benchmark_memory_bytes()  # ui.caps: on a CPU, one run's budget of the memory every visitor shares
 cap_context = bench_decode.context_cap(cap)
 st.info(
     f"**{device_label()}.** Benchmark memory is capped at {plots.format_bytes(cap)} on this device type "
@@ -67,7 +68,9 @@ clicked = right.button("Run benchmark", type="primary", key="live_benchmark_run"
 def benchmark(budget: str) -> bench_decode.DecodeBenchmark:
     """One run of the decode benchmark on the live device, with a progress bar."""
     bar = st.progress(0.0, text=f"measuring on {device_label()} …")
-    result = bench_decode.run_decode_benchmark(budget, progress=lambda f, message: bar.progress(f, text=message))
+    result = bench_decode.run_decode_benchmark(
+        budget, max_context=cap_context, progress=lambda f, message: bar.progress(f, text=message)
+    )
     bar.empty()
     return result
 

@@ -129,3 +129,10 @@ def softmax_run_bytes(T: int, n_heads: int, head_dim: int) -> int:
     projections (3·T·d_model), the scores and weights of every head (2·H·T²) and head 0's trace, as float64,
     three times over."""
     return 3 * 8 * (3 * T * n_heads * head_dim + 2 * n_heads * T * T + T * T + 2 * T * head_dim)
+
+
+def benchmark_memory_bytes(device: torch.device | str | None = None) -> int:
+    """The most bytes the Live benchmark may hold: on a CPU, host memory that every visitor shares, so no more than one
+    run's budget (``Caps.run``); on a GPU, its own memory, so ``bench_decode``'s cap for the device."""
+    own = bench_decode.memory_cap(device)
+    return own if device_kind(device) == "gpu" else min(own, int(caps(device).run.mb * 2**20))
