@@ -360,7 +360,7 @@ def animated_heatmaps(
         frames.append(dict(data=traces, name=labels[f], traces=list(range(len(panels)))))
     layout.update(play_controls([labels[f] for f in keep], start=first, prefix=slider_prefix))
     layout.update(house_layout(title=title, height=height), plot_bgcolor=MASKED)  # empty cells: masked, not zero
-    layout["margin"]["b"] = CONTROLS_PX + 100  # room for the controls
+    layout["margin"].update(b=CONTROLS_PX + 100, pad=0)  # room for the controls; no masked rim around the matrix
     return figure(data, layout, frames)
 
 
@@ -377,7 +377,7 @@ def heatmaps(panels: Sequence[Panel], *, title: str = "", height: int = 420) -> 
         for i, (p, r, x) in enumerate(zip(panels, _ranges(panels), bar_x, strict=True))
     ]
     layout.update(house_layout(title=title, height=height), plot_bgcolor=MASKED)  # empty cells: masked, not zero
-    layout["margin"]["b"] = 60
+    layout["margin"].update(b=60, pad=0)  # pad 0: Streamlit's theme would leave a rim of the masked colour
     return figure(data, layout)
 
 

@@ -105,6 +105,7 @@ def bytes_by_layer_and_time(
                 zrange=(0.0, float(b.max()) or 1.0),
                 x_labels=list(range(1, b.shape[0] + 1)),
                 y_labels=[f"{i + 1} {kind.upper()}" for i, kind in enumerate(schedule)],
+                hover="layer %{y} after %{x} tokens: %{z:.3s}B (%{z:,.0f} bytes)",
             )
         ],
         title=title,

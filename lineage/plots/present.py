@@ -57,6 +57,27 @@ def _decades_only(axis) -> None:
         axis.dtick = 1
 
 
+def _x_labels_px(fig: go.Figure, p: Projection) -> float:
+    """How far below an x axis its tick labels reach at ``p.tick`` px: a line of text, or the longest label's length
+    where the labels are words (categories, or ticktext) too many to sit side by side, as Plotly then stands them up."""
+    longest = 0.0
+    for trace in fig.data:
+        xs = getattr(trace, "x", None)
+        words = [str(x) for x in (xs if xs is not None else ()) if isinstance(x, str)]
+        if not words:
+            continue
+        x0, x1 = _domain(fig.layout, trace.xaxis or "x", "x")
+        width = max(len(w) for w in words) * GLYPH_EM * p.tick
+        if width * len(words) > (x1 - x0) * p.width_px:
+            longest = max(longest, width)
+    for axis in (fig.layout[k] for k in fig.layout if k.startswith("xaxis")):
+        if axis.ticktext:
+            width = max(len(str(t)) for t in axis.ticktext) * GLYPH_EM * p.tick
+            if width * len(axis.ticktext) > p.width_px * ((axis.domain or (0, 1))[1] - (axis.domain or (0, 1))[0]):
+                longest = max(longest, width)
+    return max(longest, LINE_EM * p.tick)
+
+
 def cell_text_fits(fig: go.Figure, trace, *, tick_px: int, width_px: int) -> bool:
     """Whether a heatmap trace's cell text, drawn at ``tick_px``, fits its cells in a figure ``width_px`` wide."""
     z = np.asarray(trace.z if trace.z is not None else [[0]], dtype=object)
@@ -77,6 +98,7 @@ def cell_text_fits(fig: go.Figure, trace, *, tick_px: int, width_px: int) -> boo
 def for_projection(fig: go.Figure, p: Projection = PROJECTION) -> go.Figure:
     """Raise every text of ``fig`` to projector sizes (never lower one), thicken thin lines, make it taller."""
     layout = fig.layout
+    margins = (layout.margin.t or 0) + (layout.margin.b or 0)
     fig.update_layout(
         font=dict(size=max(p.text, (layout.font.size or 0)), color=INK),
         title_font={**_bigger(layout.title.font, p.title), "color": INK},
@@ -94,16 +116,37 @@ def for_projection(fig: go.Figure, p: Projection = PROJECTION) -> go.Figure:
     # A log axis labels 2 and 5 between decades in smaller type (three quarters of the tick size): label decades only.
     fig.for_each_xaxis(_decades_only)
     fig.for_each_yaxis(_decades_only)
+    legend = layout.legend
+    if legend.orientation == "h" and (legend.y or 0) >= 1:  # a legend above the plot: room for it below the title
+        above = int(LINE_EM * p.title + 2 * LINE_EM * p.text + 16)
+        fig.update_layout(
+            margin=dict(t=max(layout.margin.t or 0, above)),
+            title=dict(y=1.0, yref="container", yanchor="top", pad=dict(t=8)),
+        )
     for note in layout.annotations or ():
         note.font = _bigger(note.font, p.text)
+    # The animation's controls hang a fixed distance below the plot; long x labels (which Plotly turns upright when
+    # they crowd) and a bigger axis title need more of it, or the labels run into the slider.
+    below = _x_labels_px(fig, p) + LINE_EM * p.text + 24
     for slider in layout.sliders or ():
         slider.font = _bigger(slider.font, p.tick)
         slider.currentvalue.font = _bigger(slider.currentvalue.font, p.text)
+        slider.pad.t = max(slider.pad.t or 0, below)
     for menu in layout.updatemenus or ():
         menu.font = _bigger(menu.font, p.text)
+        menu.pad.t = max(menu.pad.t or 0, below + 10)
+    bottom = below + (110 if layout.sliders else 0)
+    if legend.orientation == "h" and legend.y is not None and legend.y < 0:
+        # A legend under the plot goes to the figure's foot, under the labels and the controls, whatever their size.
+        bottom += 2 * LINE_EM * p.text + 10
+        fig.update_layout(legend=dict(yref="container", y=0.0, yanchor="bottom"))
+    if bottom > (layout.margin.b or 0) and (layout.sliders or legend.y is not None and legend.y < 0):
+        fig.update_layout(margin=dict(b=int(bottom)))
     for shape in layout.shapes or ():
         if shape.line is not None and (shape.line.width or 0) > 0:
             shape.line.width = max(shape.line.width, 2.0)
+    # what the margins grew by comes on top of the height, so the plot area keeps its size
+    fig.update_layout(height=layout.height + max(0, (layout.margin.t or 0) + (layout.margin.b or 0) - margins))
 
     for trace in fig.data:
         kind = trace.type
