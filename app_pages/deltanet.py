@@ -61,7 +61,7 @@ chunk_size = right.select_slider(
 def live(T: int, K: int, V: int, seed: int, beta: float, chunk_size: int, inputs: str) -> dict:
     if inputs == "story":
         story = make_story(T, K, V)
-        run = claims.run_story("deltanet", story, claims.Knobs(beta=beta), chunk_size=chunk_size, repeats=3)
+        run = claims.run_story("deltanet", story, claims.Knobs(beta=beta), chunk_size=chunk_size)
         linear = claims.trace_story("linear_attention", story)
         claim = claims.deltanet_claim(run, story, linear, beta)
     else:

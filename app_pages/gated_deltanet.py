@@ -76,7 +76,7 @@ def ungated(T: int, K: int, V: int, seed: int, beta: float | None) -> dict:
 def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) -> dict:
     story = make_story(T, K, V)
     knobs = claims.Knobs(beta=beta, alpha_keep=keep, alpha_switch=switch)
-    run = claims.run_story("gated_deltanet", story, knobs, repeats=3)
+    run = claims.run_story("gated_deltanet", story, knobs)
     deltanet = claims.run_story("deltanet", story, knobs)
     return dict(
         run=run,

@@ -58,7 +58,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float) -> dict:
     """GLA on the story, beside Mamba-2 with the same gate values in one scalar per head."""
     story = make_story(T, K, V)
     knobs = claims.Knobs(alpha_keep=keep, alpha_switch=switch)
-    run = claims.run_story("gla", story, knobs, repeats=3)
+    run = claims.run_story("gla", story, knobs)
     return dict(
         run=run, story=story, claim=claims.channel_claim("gla", run, story, claims.trace_story("mamba2", story, knobs))
     )

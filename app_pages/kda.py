@@ -81,7 +81,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) ->
     whole head, the long-lived fact's channel included)."""
     story = make_story(T, K, V)
     knobs = claims.Knobs(beta=beta, alpha_keep=keep, alpha_switch=switch)
-    run = claims.run_story("kda", story, knobs, repeats=3)
+    run = claims.run_story("kda", story, knobs)
     gdn = claims.run_story("gated_deltanet", story, knobs)
     return dict(
         run=run,

@@ -49,7 +49,7 @@ feature_map = st.radio(
 def live(T: int, K: int, V: int, seed: int, feature_map: str, inputs: str) -> dict:
     if inputs == "story":
         story = make_story(T, K, V)
-        run = claims.run_story("linear_attention", story, claims.Knobs(feature_map=feature_map), repeats=3)
+        run = claims.run_story("linear_attention", story, claims.Knobs(feature_map=feature_map))
         claim = claims.linear_claim(run, story, claims.trace_story("deltanet", story))
     else:
         story, claim = None, None

@@ -65,6 +65,7 @@ def _around(default: float, step: float, n: int = 10) -> tuple:
     return tuple(out)
 
 
+_SWITCH = tuple(round(0.01 * i, 2) for i in range(1, 11))  # the story's gate at the topic switch (default 0)
 # Sequence length where that is the page's main knob, the gate or write strength where the page is about it.
 CONTROLS: dict[str, Control] = {
     "home": Control("number_input", "seed", tuple(range(1, 11))),  # the page has no control of its own
@@ -72,11 +73,12 @@ CONTROLS: dict[str, Control] = {
     "kv_cache": Control("slider", "kv_cache_T", _around(32, 1)),
     "linear_attention": Control("slider", "linear_attention_T", _around(32, 1)),
     "deltanet": Control("slider", "deltanet_beta", _around(0.5, 0.05)),
-    "mamba2": Control("slider", "mamba2_alpha", _around(0.9, 0.01)),
-    "gla": Control("slider", "gla_alpha", tuple(round(0.98 - 0.01 * i, 2) for i in range(10))),
-    "gated_deltanet": Control("slider", "gated_deltanet_alpha", _around(0.9, 0.01)),
-    "kda": Control("slider", "kda_alpha", tuple(round(0.98 - 0.01 * i, 2) for i in range(10))),
+    "mamba2": Control("slider", "mamba2_switch", _SWITCH),
+    "gla": Control("slider", "gla_switch", _SWITCH),
+    "gated_deltanet": Control("slider", "gated_deltanet_switch", _SWITCH),
+    "kda": Control("slider", "kda_switch", _SWITCH),
     "hybrid": Control("slider", "hybrid_T", _around(24, 1)),
+    "ledger": Control("select_slider", "ledger_batch", (2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096)),
     "memory_cost": Control("number_input", "memory_cost_len", tuple(2**20 - 1024 * i for i in range(1, 11))),
     # Changing the budget redraws the page; the benchmark itself runs only when its button is pressed.
     "live_benchmark": Control("selectbox", "live_benchmark_budget", ("tiny", "standard") * 5),

@@ -174,8 +174,9 @@ def story_memory(
     layout["annotations"] = [*titles, _sentence(sentences[keep[first]])]
     layout.update(play_controls([str(t) for t in keep], start=first))
     layout.update(house_layout(title=title, height=height))
-    layout["margin"].update(t=130 if title else 100, b=190)
-    layout["legend"] = dict(orientation="h", x=0.55, y=-0.55, xanchor="left", yanchor="top")
+    layout["margin"].update(t=130 if title else 100, b=190, r=170)
+    # beside the line panel, on the first screen (below its rotated step labels it would fall off it)
+    layout["legend"] = dict(x=1.01, y=1.0, xanchor="left", yanchor="top")
     return figure(data, layout, frames)
 
 
@@ -280,8 +281,9 @@ def attention_story(
     layout["annotations"] = [*titles, _sentence(sentences[keep[first]])]
     layout.update(play_controls([str(t) for t in keep], start=first))
     layout.update(house_layout(title=title, height=height))
-    layout["margin"].update(t=130 if title else 100, b=190)
-    layout["legend"] = dict(orientation="h", x=0.55, y=-0.55, xanchor="left", yanchor="top")
+    layout["margin"].update(t=130 if title else 100, b=190, r=170)
+    # beside the line panel, on the first screen (below its rotated step labels it would fall off it)
+    layout["legend"] = dict(x=1.01, y=1.0, xanchor="left", yanchor="top")
     return figure(data, layout, frames)
 
 
