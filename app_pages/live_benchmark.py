@@ -38,7 +38,7 @@ copy's, while the KDA step stays flat.
 """
 )
 
-cap = benchmark_memory_bytes()  # ui.caps: on a CPU, one run's budget of the memory every visitor shares
+cap = benchmark_memory_bytes()  # ui.caps: on a CPU, less than one run's budget of the memory every visitor shares
 cap_context = bench_decode.context_cap(cap)
 st.info(
     f"**{device_label()}.** Benchmark memory is capped at {plots.format_bytes(cap)} on this device type "

@@ -374,7 +374,8 @@ def test_caps_are_per_device_and_fit_the_memory_estimates():
         assert getattr(gpu, field) >= getattr(cpu, field), field
     assert gpu.state_dim > cpu.state_dim and gpu.head_dim > cpu.head_dim
     assert set(cpu.benchmark_budgets) < set(gpu.benchmark_budgets) == set(bench_decode.BUDGETS)
-    assert app_caps.benchmark_memory_bytes("cpu") == min(bench_decode.memory_cap("cpu"), cpu.run.mb * 2**20)
+    assert app_caps.benchmark_memory_bytes("cpu") == min(bench_decode.memory_cap("cpu"), cpu.benchmark_mb * 2**20)
+    assert cpu.benchmark_mb <= cpu.run.mb and gpu.benchmark_mb is None  # a GPU's benchmark holds GPU memory
     for cap in (cpu, gpu):
         budget = cap.run.mb * 2**20
         assert app_caps.stage_run_bytes(cap.T, cap.state_dim, cap.state_dim) < budget
