@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
-from lineage import mechanisms, plots, stages
+from lineage import lab, mechanisms, plots, stages
 from lineage.plots import palette
 from lineage.plots.core import COLORSCALES, DIVERGING, SEQUENTIAL
 
@@ -112,7 +112,8 @@ def stage_trace_colours(fig) -> dict[str, set[str]]:
     for trace in fig.data:
         group = getattr(trace, "legendgroup", None)
         if group in keys:
-            colour = trace.line.color if getattr(trace, "line", None) is not None else trace.marker.color
+            lines = getattr(trace, "line", None) is not None and trace.line.color and "lines" in (trace.mode or "lines")
+            colour = trace.line.color if lines else trace.marker.color
             found.setdefault(group, set()).add(str(colour).upper())
     return found
 
@@ -148,3 +149,29 @@ def test_a_stage_drawn_in_another_colour_fails_the_check():
     trace.line.color = mechanisms.mechanism("kda").colour
     with pytest.raises(AssertionError, match="hybrid drawn in"):
         assert_stage_colours(fig)
+
+
+@pytest.fixture(scope="module")
+def lab_capacity():
+    return lab.capacity(lab.LabSettings(d_k=8, keys="random", noise=0.0, seed=0), lab.CAPACITY_GATES, n_max=8, trials=1)
+
+
+def other_figures(lab_capacity):
+    """Every other builder that draws stages or mechanisms, each drawing several."""
+    ages = {"DeltaNet, β = 1": np.linspace(0, 1, 5), "DeltaNet, β = 0.5": np.ones(5), "linear attention": np.ones(5)}
+    mech = {"DeltaNet, β = 1": "deltanet", "DeltaNet, β = 0.5": "deltanet", "linear attention": "linear_attention"}
+    lens = np.array([1, 10, 100])
+    sweep = {m: ([4, 8], [1.0, 0.5]) for m in ("softmax", "deltanet", "kda", "hybrid")}
+    return {
+        "recall_by_age": plots.recall_by_age(ages, mechanisms=mech, emphasis="DeltaNet, β = 1"),
+        "decode_time_vs_context": plots.decode_time_vs_context(
+            lens, {"KV": lens * 1.0, "KDA": np.ones(3)}, mechanisms={"KV": "softmax", "KDA": "kda"}
+        ),
+        "capacity_curves": plots.capacity_curves(lab_capacity),
+        "accuracy_sweep": plots.accuracy_sweep(sweep, x_title="pairs", title="t", live=sweep),
+    }
+
+
+@pytest.mark.parametrize("name", ["recall_by_age", "decode_time_vs_context", "capacity_curves", "accuracy_sweep"])
+def test_every_figure_draws_stages_in_their_colours(lab_capacity, name):
+    assert_stage_colours(other_figures(lab_capacity)[name])
