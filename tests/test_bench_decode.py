@@ -79,9 +79,9 @@ def test_tiny_run_shapes_and_sanity(tiny):
     assert r.device_type == get_device().type
     assert np.all(np.diff(r.contexts) > 0), "context lengths must increase"
     assert r.contexts[-1] == min(BUDGETS["tiny"].max_context, r.cap_context)
-    assert r.kv_seconds.shape == r.kda_seconds.shape == (P, R)
+    assert r.kv_seconds.shape == r.kda_seconds.shape == r.read_seconds.shape == (P, R)
     assert r.copy_seconds.shape == (R,)
-    for name, x in (("kv", r.kv_seconds), ("kda", r.kda_seconds), ("copy", r.copy_seconds)):
+    for name, x in (("kv", r.kv_seconds), ("kda", r.kda_seconds), ("copy", r.copy_seconds), ("read", r.read_seconds)):
         assert np.all(np.isfinite(x)) and np.all(x > 0), f"{name} times must be positive"
     assert np.all(r.kv_ms > 0) and np.all(r.kda_ms > 0)
     assert r.copy_bytes_per_s > 0 and np.all(np.isfinite(r.kv_fraction_of_copy))
@@ -95,6 +95,11 @@ def test_tiny_run_derived_numbers(tiny):
     np.testing.assert_allclose(r.kv_bytes_per_s, r.kv_bytes_per_step / np.median(r.kv_seconds, axis=1))
     assert r.copy_bytes_per_s == pytest.approx(2 * r.copy_size_bytes / np.median(r.copy_seconds))
     np.testing.assert_allclose(r.kv_fraction_of_copy, r.kv_bytes_per_s / r.copy_bytes_per_s)
+    # the bound at each size: reading the cache's own bytes (the context − 1 tokens it holds before the step's append)
+    held = (r.contexts - 1) * 8 * 256 * 4
+    np.testing.assert_allclose(r.read_bytes_per_s, held / np.median(r.read_seconds, axis=1))
+    np.testing.assert_allclose(r.kv_fraction_of_read, r.kv_bytes_per_s / r.read_bytes_per_s)
+    np.testing.assert_allclose(r.kv_floor_ms, r.kv_bytes_per_step / r.read_bytes_per_s * 1e3)
     # a multiply and an add per cached fp32 number: 2 FLOPs per 4 bytes
     np.testing.assert_allclose(r.kv_flops_per_step / r.kv_bytes_per_step, 0.5)
     assert r.kda_state_bytes == 8 * 128 * 128 * 4
@@ -187,6 +192,8 @@ def test_to_json_round_trips(tiny):
     assert data["kda"]["ms_per_token"] == pytest.approx(r.kda_ms.tolist())
     assert data["copy"]["bytes_per_s"] == pytest.approx(r.copy_bytes_per_s)
     assert data["kv"]["fraction_of_copy"] == pytest.approx(r.kv_fraction_of_copy.tolist())
+    assert data["kv"]["fraction_of_read"] == pytest.approx(r.kv_fraction_of_read.tolist())
+    assert data["read"]["bytes_per_s"] == pytest.approx(r.read_bytes_per_s.tolist())
     assert data["settings"]["cap_context"] == r.cap_context
     assert data["device"]["threads"] == torch.get_num_threads()
 

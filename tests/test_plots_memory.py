@@ -118,11 +118,16 @@ def test_decode_time_chart():
 def test_bandwidth_fraction_chart():
     ctx = np.array([128, 1024, 8192])
     frac = np.array([0.2, 0.4, 0.6])
-    fig = plots.bandwidth_fraction(ctx, frac, copy_bytes_per_s=10e9)
+    fig = plots.bandwidth_fraction(ctx, frac, bound_bytes_per_s=10e9)
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.tickformat == ".0%"
     np.testing.assert_array_equal(fig.data[0].y, frac)
     np.testing.assert_allclose(fig.data[0].customdata, frac * 10)  # GB/s achieved
     copy = next(t for t in fig.data if t.legendgroup == COPY_LINE_GROUP)
     assert tuple(copy.y) == (1.0, 1.0) and "10 GB/s" in copy.name
-    with pytest.raises(ValueError, match="copy_bytes_per_s must be a positive finite number"):
-        plots.bandwidth_fraction(ctx, frac, copy_bytes_per_s=0.0)
+    per_size = plots.bandwidth_fraction(
+        ctx, frac, bound_bytes_per_s=np.array([40e9, 30e9, 20e9]), bound_name="reading the same bytes"
+    )
+    np.testing.assert_allclose(per_size.data[0].customdata, frac * [40, 30, 20])  # each point against its own bound
+    assert "reading the same bytes (20–40 GB/s)" in per_size.data[1].name
+    with pytest.raises(ValueError, match="bound_bytes_per_s must be positive and finite"):
+        plots.bandwidth_fraction(ctx, frac, bound_bytes_per_s=0.0)

@@ -110,7 +110,7 @@ def _memory_and_hybrid():
             LENS, {"KV": LENS * 0.1, "KDA": np.ones(4)}, floor_ms=LENS * 0.01
         ),
         "bandwidth_fraction": lambda: plots.bandwidth_fraction(
-            LENS, np.array([0.1, 0.5, 0.9, 1.1]), copy_bytes_per_s=1e10
+            LENS, np.array([0.1, 0.5, 0.9, 1.1]), bound_bytes_per_s=1e10
         ),
         "decode_bytes_animation": lambda: plots.decode_bytes_animation(SCHEDULE, LAYER_BYTES, title="t", start=2),
         "bytes_by_layer_and_time": lambda: plots.bytes_by_layer_and_time(SCHEDULE, LAYER_BYTES, title="t", step=2),
@@ -120,6 +120,41 @@ def _memory_and_hybrid():
             notes={"kda": "a note"},
             baseline=("all-MLA", "the baseline", LENS * 3.0),
             title="t",
+        ),
+    }
+
+
+def _story():
+    T = 8
+    states = np.cumsum(RNG.normal(size=(T, 3, 4)), axis=0)
+    ticks = [f"t{t}" for t in range(T)]
+    return {
+        "story_memory": lambda: plots.story_memory(
+            states,
+            row_labels=["a", "b", "c"],
+            column_labels=["w", "x", "y", "z"],
+            step_labels=ticks,
+            sentences=[f"<b>Step {t}</b>" for t in range(T)],
+            held={"a → w": np.linspace(0, 1, T)},
+            start=3,
+        ),
+        "attention_story": lambda: plots.attention_story(
+            np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None],
+            step_labels=ticks,
+            sentences=[f"Step {t}" for t in range(T)],
+            series={"rows": np.arange(1.0, T + 1)},
+            series_title="rows",
+            y_title="rows",
+        ),
+        "decode_ratio_curves": lambda: plots.decode_ratio_curves(
+            np.array([1, 4, 16]), {"1M": np.array([2.0, 3.0, 3.5])}, paper=6.0, ceiling=3.9
+        ),
+        "crossover": lambda: plots.crossover(
+            np.arange(1, 5),
+            {"MLA": np.arange(1, 5) * 10.0, "KDA": np.full(4, 60.0)},
+            np.array([4.0, 8.0, 16.0]),
+            {"MLA": np.array([40.0, 80.0, 160.0]), "KDA": np.full(3, 60.0)},
+            crossing=6.0,
         ),
     }
 
@@ -142,6 +177,7 @@ BUILDERS = [
     "state_animation", "cache_vs_length", "per_layer_bars", "decode_time_vs_context", "bandwidth_fraction",
     "decode_bytes_animation", "bytes_by_layer_and_time", "memory_by_stage", "overwrite_vectors", "overwrite_blend",
     "capacity_curves", "topic_switch_figure", "retention_figure", "needle_curves",
+    "story_memory", "attention_story", "decode_ratio_curves", "crossover",
 ]  # fmt: skip
 
 
@@ -154,7 +190,7 @@ def test_every_builder_is_covered():
 
 @pytest.mark.parametrize("name", BUILDERS)
 def test_a_builders_figure_is_what_validation_makes_of_it(runs, name):
-    build = (_softmax(runs) | _linear(runs) | _gated(runs) | _memory_and_hybrid() | _lab(runs))[name]
+    build = (_softmax(runs) | _linear(runs) | _gated(runs) | _memory_and_hybrid() | _lab(runs) | _story())[name]
     fig = build()
     spec = json.loads(pio.to_json(fig, validate=False))
     validated = go.Figure(fig.to_dict())  # raises on any property Plotly does not know or accept

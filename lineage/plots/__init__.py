@@ -57,6 +57,7 @@ from lineage.plots.softmax import (
     online_softmax,
     recompute_cost,
 )
+from lineage.plots.story import attention_story, crossover, decode_ratio_curves, story_memory
 from lineage.plots.training import accuracy_sweep, mixer_title, training_curves
 
 __all__ = ["MAX_FRAMES", "Panel", "animated_heatmaps", "color_range", "frame_indices", "play_controls", "style"]
@@ -71,3 +72,4 @@ __all__ += ["animation_steps", "chunk_schedule", "chunk_timing", "delta_rule_ste
 __all__ += ["recall_and_norm", "recall_by_age", "write_and_state", "attention_growth", "cache_traffic"]
 __all__ += ["io_bytes", "kv_cache_growth", "online_softmax", "recompute_cost"]
 __all__ += ["accuracy_sweep", "mixer_title", "training_curves"]
+__all__ += ["attention_story", "crossover", "decode_ratio_curves", "story_memory"]

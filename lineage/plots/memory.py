@@ -234,17 +234,27 @@ def bandwidth_fraction(
     contexts: np.ndarray,
     fraction: np.ndarray,
     *,
-    copy_bytes_per_s: float,
-    title: str = "Achieved bandwidth of the KV-cache step, as a share of memory copy",
+    bound_bytes_per_s: float | np.ndarray,
+    bound_name: str = "memory copy",
+    title: str = "Achieved bandwidth of the KV-cache step, as a share of its bound",
     height: int = 400,
 ) -> go.Figure:
-    """The KV step's bytes read per second over the copy bandwidth, against context (log x), with the 100 % line."""
+    """The KV step's bytes read per second over a bandwidth bound, against context (log x), with the 100 % line.
+
+    ``bound_bytes_per_s`` is one number (e.g. a large memory copy) or one per context (e.g. reading the same bytes the
+    step reads, measured at each size: the bound that holds while a small cache sits in the processor's caches).
+    """
     x = _check_1d("contexts", contexts)
     y = _check_1d("fraction", fraction, x.size)
-    if not (copy_bytes_per_s > 0 and np.isfinite(copy_bytes_per_s)):
-        raise ValueError(f"copy_bytes_per_s must be a positive finite number, got {copy_bytes_per_s}")
-    achieved = y * copy_bytes_per_s / 1e9
-    label = f"memory copy: {copy_bytes_per_s / 1e9:.3g} GB/s"
+    bound = np.broadcast_to(np.asarray(bound_bytes_per_s, dtype=np.float64), x.shape)
+    if not (np.all(bound > 0) and np.all(np.isfinite(bound))):
+        raise ValueError(f"bound_bytes_per_s must be positive and finite, got {bound_bytes_per_s}")
+    achieved = y * bound / 1e9
+    label = (
+        f"{bound_name}: {float(bound[0]) / 1e9:.3g} GB/s"
+        if np.ndim(bound_bytes_per_s) == 0
+        else f"{bound_name} ({float(bound.min()) / 1e9:.3g}–{float(bound.max()) / 1e9:.3g} GB/s)"
+    )
     data = [
         dict(
             type="scatter",
@@ -254,7 +264,7 @@ def bandwidth_fraction(
             name="KV-cache step",
             line=dict(color=PALETTE[0], width=3),
             customdata=achieved,
-            hovertemplate="%{x:,} tokens: %{customdata:.3g} GB/s = %{y:.0%} of copy<extra></extra>",
+            hovertemplate=f"%{{x:,}} tokens: %{{customdata:.3g}} GB/s = %{{y:.0%}} of {bound_name}<extra></extra>",
         ),
         dict(
             type="scatter",
@@ -269,7 +279,7 @@ def bandwidth_fraction(
     ]
     layout = dict(
         xaxis=dict(type="log", title=dict(text="context length (tokens)")),
-        yaxis=dict(title=dict(text="share of copy bandwidth"), tickformat=".0%", rangemode="tozero"),
+        yaxis=dict(title=dict(text=f"share of {bound_name}"), tickformat=".0%", rangemode="tozero"),
     )
     return figure(data, layout | house_layout(title=title, height=height))
 
