@@ -538,7 +538,7 @@ def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: i
         LedgerRow(
             "Attention cost, softmax → linear",
             "O(N²D) → O(ND²)",
-            f"at N = {N:,}, D = {D}: {2 * N * N * D:,} vs {2 * N * D * D:,} multiply-adds ×2 ({N // D}× fewer)",
+            f"at N = {N:,}, D = {D}: 2N²D = {2 * N * N * D:,} vs 2ND² = {2 * N * D * D:,} FLOPs ({N // D}× fewer)",
             "computed",
             "verified",
             "Softmax forms the N × N scores (N²D) and mixes the values (N²D); linear attention folds kᵀv into a "
