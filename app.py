@@ -8,9 +8,9 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from ui import links
+from ui import limits, links
 from ui.classroom import presenter_requested, presenter_toggle
-from ui.common import device_label, seed_control
+from ui.common import BUSY_TEXT, device_label, seed_control
 from ui.nav import DEFAULT_PAGE, DEFAULT_URL_PATH, HOME_ALIAS, NAV_EXPANDED, PAGES, SECTIONS
 from ui.serving import warm_chart_renderer
 
@@ -53,6 +53,10 @@ with st.sidebar:
     seed_control()
     presenter_toggle()
 
-page.run()
+try:
+    with limits.heavy_slot(limits.PAGES):  # at most a few page scripts at once in the process (ui.limits)
+        page.run()
+except limits.ServerBusy:
+    st.error(BUSY_TEXT)
 links.report()
 unwarm()

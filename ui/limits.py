@@ -79,29 +79,39 @@ class HeavyRunLimiter:
 
 
 LIMITER = HeavyRunLimiter(MAX_HEAVY_RUNS)
+# Page runs, cached or not, all run Python in this one process: twenty visitors arriving together were twenty script
+# threads taking turns with the server's event loop, whose health check then went unanswered for seconds, and sixteen
+# pages building their figures at once held memory no heavy-run limit saw. At most MAX_PAGE_RUNS page scripts run at
+# once (app.py); the rest wait without holding the interpreter. Measured with scripts/load_test.py on 2 cores (load
+# average 5): 20 arrivals, slowest health answer 2.6 s without this limit, 1.07 s with 4, 1.02 s with 2; 16 Memory
+# lab visitors at its caps, peak 1,006 / 925 / 683 MB over a resident set of about 470 MB.
+PAGE_LIMIT_ENV = "LINEAGE_PAGE_RUNS"
+MAX_PAGE_RUNS = max(1, int(os.environ.get(PAGE_LIMIT_ENV, "2")))  # 2 on the 2-core host: one per core
+PAGES = HeavyRunLimiter(MAX_PAGE_RUNS)
 
 
-def waiting_text(running: int, waiting: int, waited_s: float) -> str:
+def waiting_text(running: int, waiting: int, waited_s: float, *, limiter: HeavyRunLimiter = LIMITER) -> str:
+    what = "live run" if limiter is LIMITER else "page"
     return (
-        f"Waiting for a free slot: {running} live run{'s' if running != 1 else ''} in progress for the visitors of "
-        f"this server (at most {LIMITER.slots} at a time, so that no visitor's run starves another's), "
-        f"{waiting} waiting including yours; waited {waited_s:.0f} s. Your run starts as soon as one ends."
+        f"Waiting for a free slot: {running} {what}{'s' if running != 1 else ''} in progress for the visitors of "
+        f"this server (at most {limiter.slots} at a time, so that no visitor's run starves another's), "
+        f"{waiting} waiting including yours; waited {waited_s:.0f} s. Yours starts as soon as one ends."
     )
 
 
 @contextmanager
-def heavy_slot():
-    """Hold a slot for the block; while queued, a message on the page says so. On ServerBusy the message says the
-    server is busy and the exception propagates (the caller decides what the rest of the page does)."""
+def heavy_slot(limiter: HeavyRunLimiter = LIMITER):
+    """Hold a slot of ``limiter`` (default: heavy runs) for the block; while queued, a message on the page says so. On
+    ServerBusy the message goes and the exception propagates (the caller decides what the rest of the page does)."""
     shown = None
 
     def on_wait(running: int, waiting: int, waited_s: float) -> None:
         nonlocal shown
         shown = shown or st.empty()
-        shown.info(waiting_text(running, waiting, waited_s), icon=":material/hourglass_top:")
+        shown.info(waiting_text(running, waiting, waited_s, limiter=limiter), icon=":material/hourglass_top:")
 
     try:
-        with LIMITER.slot(on_wait):
+        with limiter.slot(on_wait):
             if shown is not None:
                 shown.empty()
             yield

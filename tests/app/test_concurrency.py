@@ -38,6 +38,7 @@ from streamlit.testing.v1.util import patch_config_options
 from lineage import demo, footprints, hybrid, lab
 from tests.app.util import ROOT, TIMEOUT
 from ui import common, limits, results
+from ui.story import INPUTS
 
 # ---- the sources: bounded caches, no shared state written ----------------------------------------------------------
 
@@ -386,12 +387,13 @@ def one_server():
 
 # (page, URL query parameters): same page with different seeds, same seed with different sizes, two identical
 # sessions, and different pages — each session opens its own deep link.
+RANDOM = INPUTS["random"]  # random inputs: the seed draws them (the story's are the same for every seed)
 SESSIONS = [
-    ("deltanet", {"seed": 1, "deltanet_T": 16}),
-    ("deltanet", {"seed": 2, "deltanet_T": 16}),
-    ("deltanet", {"seed": 1, "deltanet_T": 12, "deltanet_beta": 0.9}),
-    ("kda", {"seed": 1, "kda_T": 16, "kda_K": 4}),
-    ("kda", {"seed": 2, "kda_T": 16, "kda_K": 4}),
+    ("deltanet", {"seed": 1, "deltanet_T": 16, "deltanet_inputs": RANDOM}),
+    ("deltanet", {"seed": 2, "deltanet_T": 16, "deltanet_inputs": RANDOM}),
+    ("deltanet", {"seed": 1, "deltanet_T": 12, "deltanet_beta": 0.9, "deltanet_inputs": RANDOM}),
+    ("kda", {"seed": 1, "kda_T": 16, "kda_K": 4, "kda_inputs": RANDOM}),
+    ("kda", {"seed": 2, "kda_T": 16, "kda_K": 4, "kda_inputs": RANDOM}),
     ("gpt2", {"seed": 1, "gpt2_T": 12, "gpt2_heads": 2}),
     ("gpt2", {"seed": 2, "gpt2_T": 12, "gpt2_heads": 2}),
     ("gpt2", {"seed": 1, "gpt2_T": 12, "gpt2_heads": 2}),
