@@ -60,17 +60,15 @@ def code_lines(fn, markers: tuple[str, ...] | None = None) -> Excerpt:
 
 @dataclass(frozen=True)
 class StageEquation:
-    """A stage's update in LaTeX with the change marked (``\\changed{…}``), what changed in words, and the code."""
+    """A stage's update as Markdown with the change marked (``:orange[**…**]``), what changed in words, the code."""
 
-    latex: str
+    text: str
     change: str
     code: tuple[tuple[object, tuple[str, ...] | None], ...]  # (function, markers or None for all of it)
 
     def excerpts(self) -> list[Excerpt]:
         return [code_lines(fn, markers) for fn, markers in self.code]
 
-
-CHANGED = r"\color{#D55E00}"  # the change from the previous stage (Okabe–Ito vermillion)
 
 # The reference recurrence's lines, each with the comment above it that writes its equation.
 _DECAY = ("# S' = Diag(α_t) S_{t-1}", "if gated:", "S = alpha[:, :, t, :, None] * S")
@@ -81,14 +79,13 @@ _OUT = ("# o_t = S_tᵀ (scale q_t)", "o[:, :, t] = torch.einsum")
 
 EQUATIONS: dict[str, StageEquation] = {
     "gpt2": StageEquation(
-        r"o_N = \mathrm{softmax}\!\left(\frac{q_N\,{\color{#D55E00}K_{1:N}}^{\top}}{\sqrt d}\right)"
-        r"{\color{#D55E00}V_{1:N}},\quad {\color{#D55E00}K_{1:N}, V_{1:N} \text{ recomputed for every } N}",
+        "oₙ = softmax(qₙ :orange[**K₁…ₙ**]ᵀ / √d) :orange[**V₁…ₙ**], with :orange[**K₁…ₙ and V₁…ₙ projected again for "
+        "every n**]",
         "every step projects the whole prefix again",
         ((softmax.decode_recompute, ("for t in range", "layer(x[:, : t + 1])", "rows += t + 1")),),
     ),
     "kv_cache": StageEquation(
-        r"{\color{#D55E00}K \leftarrow [K;\,k_N],\ V \leftarrow [V;\,v_N]},\qquad "
-        r"o_N = \mathrm{softmax}\!\left(\frac{q_N K^{\top}}{\sqrt d}\right) V",
+        ":orange[**K ← [K; kₙ], V ← [V; vₙ]**], then oₙ = softmax(qₙ Kᵀ / √d) V",
         "keep the keys and values: one new row per token",
         (
             (softmax.decode_cached, ("for t in range", "layer(x[:, t : t + 1], cache=cache")),
@@ -96,44 +93,39 @@ EQUATIONS: dict[str, StageEquation] = {
         ),
     ),
     "linear_attention": StageEquation(
-        r"S_t = S_{t-1} + {\color{#D55E00}\phi(k_t)}\,v_t^{\top},\qquad "
-        r"o_t = \frac{S_t^{\top}{\color{#D55E00}\phi(q_t)}}{z_t^{\top}{\color{#D55E00}\phi(q_t)}}",
+        "Sₜ = Sₜ₋₁ + :orange[**φ(kₜ)**] vₜᵀ, oₜ = Sₜᵀ :orange[**φ(qₜ)**] / zₜᵀ :orange[**φ(qₜ)**]",
         "a feature map φ replaces the softmax, so the past folds into one K × V state",
         ((recurrence.recurrent_memory, (*_ADD, *_WRITE, *_OUT)),),
     ),
     "deltanet": StageEquation(
-        r"S_t = S_{t-1} + \beta_t\,k_t\,(v_t {\color{#D55E00}\,-\, S_{t-1}^{\top} k_t})^{\top}",
+        "Sₜ = Sₜ₋₁ + βₜ kₜ (vₜ :orange[**− Sₜ₋₁ᵀ kₜ**])ᵀ",
         "read what the key holds before writing, and write only the correction",
         ((recurrence.recurrent_memory, (*_READ, *_WRITE)),),
     ),
     "mamba2": StageEquation(
-        r"S_t = {\color{#D55E00}\alpha_t}\,S_{t-1} + k_t v_t^{\top},\qquad \alpha_t \in (0, 1]",
-        "one decay α_t per head, applied to the whole state before the write",
+        "Sₜ = :orange[**αₜ**] Sₜ₋₁ + kₜ vₜᵀ, with αₜ in (0, 1]",
+        "one decay αₜ per head, applied to the whole state before the write",
         ((recurrence.recurrent_memory, (*_DECAY, *_ADD, *_WRITE)),),
     ),
     "gla": StageEquation(
-        r"S_t = {\color{#D55E00}\mathrm{Diag}(\alpha_t)}\,S_{t-1} + k_t v_t^{\top},\qquad "
-        r"{\color{#D55E00}\alpha_t \in (0, 1]^{K}}",
+        "Sₜ = :orange[**Diag(αₜ)**] Sₜ₋₁ + kₜ vₜᵀ, with :orange[**αₜ in (0, 1]ᴷ**]",
         "the decay becomes a vector, one α per key channel (row of the state); the write still only adds. Gated "
         "DeltaNet, next, returns to one gate per head to bring in the delta rule, and KDA then joins the two",
         ((recurrence.recurrent_memory, (*_DECAY, *_ADD, *_WRITE)),),
     ),
     "gated_deltanet": StageEquation(
-        r"S_t = {\color{#D55E00}\alpha_t} S_{t-1} + \beta_t\,k_t\,(v_t - ({\color{#D55E00}\alpha_t} S_{t-1})^{\top}"
-        r" k_t)^{\top}",
+        "Sₜ = :orange[**αₜ**] Sₜ₋₁ + βₜ kₜ (vₜ − (:orange[**αₜ**] Sₜ₋₁)ᵀ kₜ)ᵀ",
         "DeltaNet's write after Mamba-2's scalar decay: decay first, then correct",
         ((recurrence.recurrent_memory, (*_DECAY, *_READ, *_WRITE)),),
     ),
     "kda": StageEquation(
-        r"S_t = {\color{#D55E00}\mathrm{Diag}(\alpha_t)} S_{t-1} + \beta_t\,k_t\,(v_t - "
-        r"({\color{#D55E00}\mathrm{Diag}(\alpha_t)} S_{t-1})^{\top} k_t)^{\top}",
+        "Sₜ = :orange[**Diag(αₜ)**] Sₜ₋₁ + βₜ kₜ (vₜ − (:orange[**Diag(αₜ)**] Sₜ₋₁)ᵀ kₜ)ᵀ",
         "over GLA, KDA adds the delta rule's correction (it can overwrite a fact); over Gated DeltaNet, a decay per "
         "key channel (it can keep one fact while the other channels forget)",
         ((recurrence.recurrent_memory, (*_DECAY, *_READ, *_WRITE)),),
     ),
     "hybrid": StageEquation(
-        r"\text{layer } \ell = \begin{cases}{\color{#D55E00}\text{MLA (softmax, a cache)}} & \ell \equiv 0 "
-        r"\pmod 4\\ \text{KDA (a fixed state)} & \text{otherwise}\end{cases}",
+        "layer ℓ = :orange[**MLA (softmax over a cache)**] when ℓ is a multiple of 4, KDA (a fixed state) otherwise",
         "a few softmax layers among the KDA layers",
         ((footprints.periodic_schedule, None),),
     ),

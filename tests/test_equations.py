@@ -13,7 +13,7 @@ from lineage.stages import all_stages
 def test_every_stage_has_an_equation_with_a_marked_change_and_code():
     assert {s.key for s in all_stages()} <= set(EQUATIONS)
     for key, eq in EQUATIONS.items():
-        assert r"\color{#D55E00}" in eq.latex and eq.change, key
+        assert ":orange[**" in eq.text and eq.change, key
         excerpts = eq.excerpts()
         assert excerpts and all(x.lines for x in excerpts), key
 

@@ -117,7 +117,7 @@ def equation_panel(stage_key: str) -> None:
     eq = equation(stage_key)
     left, right = st.columns([2, 3])
     with left:
-        st.latex(eq.latex)
+        st.markdown(eq.text)
         st.caption(f"New in this stage (marked): {eq.change}.")
     with right:
         code_excerpts(eq.excerpts())
