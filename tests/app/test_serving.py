@@ -173,10 +173,11 @@ def test_the_hidden_names_are_gone_for_an_importer(without_private_names):
 
 @pytest.mark.parametrize("entry", PAGES, ids=[e.url_path for e in PAGES])
 def test_every_page_serves_with_the_private_names_removed(without_private_names, entry):
-    at = run_page(entry.url_path, seed=3)
+    at = run_page(entry.url_path, seed=3)  # fails on any exception
     assert not at.error, [e.value for e in at.error]
-    assert at.get("plotly_chart") or entry.url_path == "live_benchmark"  # the benchmark draws after Run
     assert at.title
+    if entry.stage:  # the tools and labs draw once asked (Run benchmark, Train)
+        assert at.get("plotly_chart"), entry.url_path
 
 
 # ---- the pin, and one test per workaround of a Streamlit bug ---------------------------------------------------------
