@@ -16,6 +16,7 @@ import plotly.io as pio
 import pytest
 
 from lineage import demo, lab, plots
+from lineage.plots.present import PROJECTION, projecting
 
 RNG = np.random.default_rng(0)
 SCHEDULE = ("kda", "kda", "mla", "kda")
@@ -194,6 +195,19 @@ def test_a_builders_figure_is_what_validation_makes_of_it(runs, name):
     fig = build()
     spec = json.loads(pio.to_json(fig, validate=False))
     validated = go.Figure(fig.to_dict())  # raises on any property Plotly does not know or accept
+    assert json.loads(pio.to_json(validated, validate=False)) == spec
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_a_projected_figure_is_valid_too(runs, name):
+    """Presenter mode's sizes (lineage.plots.present), applied while the builder builds, are all properties Plotly
+    accepts."""
+    build = (_softmax(runs) | _linear(runs) | _gated(runs) | _memory_and_hybrid() | _lab(runs) | _story())[name]
+    with projecting():
+        fig = build()
+    spec = json.loads(pio.to_json(fig, validate=False))
+    assert spec["layout"]["font"]["size"] >= PROJECTION.text
+    validated = go.Figure(fig.to_dict())
     assert json.loads(pio.to_json(validated, validate=False)) == spec
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from lineage import plots
 from lineage.plots.core import Panel
-from lineage.plots.present import PROJECTION, for_projection
+from lineage.plots.present import PROJECTION, active, for_projection, projecting
 
 
 def font_sizes(fig: go.Figure) -> dict[str, float]:
@@ -59,7 +59,7 @@ def test_every_text_reaches_projector_size():
     fig = tiny_figure()
     before = font_sizes(fig)
     assert before and max(before.values()) == 8
-    for_projection(fig)
+    fig = for_projection(fig)
     after = font_sizes(fig)
     assert set(before) <= set(after)
     small = {where: size for where, size in after.items() if size < PROJECTION.tick}
@@ -74,7 +74,7 @@ def test_nothing_shrinks():
     fig.layout.title.font.size = 60
     fig.data[2].textfont.size = 30
     fig.data[0].line.width = 8
-    for_projection(fig)
+    fig = for_projection(fig)
     assert fig.layout.title.font.size == 60 and fig.data[2].textfont.size == 30 and fig.data[0].line.width > 8
 
 
@@ -83,9 +83,22 @@ def test_cell_numbers_are_dropped_where_they_cannot_fit(n_panels, rows, cols, ke
     """One 4×4 panel's cells hold a number at 18 px at 1280×720; two 12×9 panels' cells (≈ 47 px wide) do not, and
     lose their numbers rather than their size."""
     frames = np.random.default_rng(0).standard_normal((3, rows, cols))
-    fig = plots.animated_heatmaps([Panel(f"S{i}", frames) for i in range(n_panels)])
-    assert all(t.texttemplate == "%{text}" for t in fig.data)
-    for_projection(fig)
+    panels = [Panel(f"S{i}", frames) for i in range(n_panels)]
+    assert all(t.texttemplate == "%{text}" for t in plots.animated_heatmaps(panels).data)
+    with projecting():
+        fig = plots.animated_heatmaps(panels)
+    assert active() is None
     assert all((t.texttemplate == "%{text}") is kept for t in fig.data)
     assert all(t.textfont.size >= PROJECTION.tick for t in fig.data)
     assert all(t.hovertemplate for t in fig.data)  # the values stay one hover away
+
+
+def test_builders_project_only_inside_the_block():
+    """The builders apply the active projection as they build, and draw for a screen again after the block."""
+    series = {"a": np.arange(5.0)}
+    with projecting():
+        big = plots.over_time(series, title="t", y_title="y")
+    small = plots.over_time(series, title="t", y_title="y")
+    assert big.layout.xaxis.tickfont.size >= PROJECTION.tick and big.data[0].line.width >= PROJECTION.min_line
+    assert small.layout.xaxis.tickfont.size is None and small.data[0].line.width < PROJECTION.min_line
+    assert big.layout.height > small.layout.height

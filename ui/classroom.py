@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 import streamlit as st
 
-from lineage.plots.present import Projection, for_projection
+from lineage.plots.present import Projection, set_projection
 from ui.links import whole_number
 from ui.nav import DEFAULT_PAGE, PageEntry, neighbours, transition
 
@@ -88,6 +88,8 @@ def presenter_toggle() -> bool:
         help="Large type and charts for projecting; also ?present=1 in the URL",
     )
     st.session_state.pop(_CAPS_NOTE, None)  # called once at the start of every run (app.py): a new page, a new note
+    # every figure this run builds (lineage.plots) comes out at projector sizes, or not
+    set_projection(PROJECTION if presenter_mode() else None)
     if presenter_mode():
         st.html(_PRESENTER_CSS)
     return presenter_mode()
@@ -127,11 +129,6 @@ def controls_row(spec: int | Sequence[float], *, caps: Sequence[str] = ()) -> li
     return columns
 
 
-def presenter_figure(fig: go.Figure) -> go.Figure:
-    """Scale a figure for projection, in place: every text ≥ 18 px (see :mod:`lineage.plots.present`), lines ≥ 3 px."""
-    return for_projection(fig, PROJECTION)
-
-
 def standalone_html(fig: go.Figure, title: str) -> bytes:
     """The figure as one offline HTML file (plotly.js inlined), ready to open from disk and play."""
     html = fig.to_html(
@@ -141,14 +138,13 @@ def standalone_html(fig: go.Figure, title: str) -> bytes:
 
 
 def chart(fig: go.Figure, *, key: str, alt: str, export_name: str | None = None) -> None:
-    """Show a Plotly figure the house way: presenter scaling, PNG/SVG export from the toolbar, alt text,
-    and — for animations — a download of the animation as a standalone offline HTML file.
+    """Show a Plotly figure the house way: PNG/SVG export from the toolbar, alt text, and — for animations — a
+    download of the animation as a standalone offline HTML file.
 
-    In presenter mode ``fig`` itself is rescaled: the pages build a figure for each call. (Copying it first would make
-    Plotly validate every frame of an animation again, a few hundred ms on every redraw.)
+    In presenter mode the figure is already at projector sizes: :func:`presenter_toggle` turns the projection of
+    :mod:`lineage.plots.present` on for the run, and the builders apply it to their dicts as they build (scaling a
+    finished figure through Plotly's property API cost ~70 ms an animation on every redraw).
     """
-    if presenter_mode():
-        presenter_figure(fig)
     name = export_name or key
     config = {
         "displaylogo": False,

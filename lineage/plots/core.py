@@ -29,6 +29,7 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from lineage.plots import present
 from lineage.plots.palette import MASKED
 
 MAX_FRAMES = 64  # smooth on a projector, small enough to ship to the browser at once
@@ -97,10 +98,13 @@ def figure(data: Sequence[dict] = (), layout: dict | None = None, frames: Sequen
     without checking each property, and objects read back through the go.Figure API are built when read. Entries
     that are None are dropped, as validation would. Frames are always validated by Plotly, so builders keep them
     to what changes between frames and what a reader of a frame needs (values, colour range, scale, cell text).
+    While a projection is active (presenter mode, :mod:`lineage.plots.present`), the dicts are projected first.
     """
-    return go.Figure(
-        data=[_compact(trace) for trace in data], layout=_compact(layout or {}), frames=list(frames), _validate=False
-    )
+    data, layout = [_compact(trace) for trace in data], _compact(layout or {})
+    p = present.active()
+    if p is not None:  # presenter mode: projector sizes, applied to the dicts before they become a figure
+        present.project(data, layout, p)
+    return go.Figure(data=data, layout=layout, frames=list(frames), _validate=False)
 
 
 def house_layout(*, title: str = "", height: int | None = None) -> dict:

@@ -1,15 +1,24 @@
-"""A figure made readable from the back of a room: every text at least ``min_text`` px, lines at least 3 px.
+"""A figure made readable from the back of a room: every text at least ``tick`` px, lines at least 3 px.
 
-One function, :func:`for_projection`, reaches every place a Plotly figure draws text — the title, axis ticks and
-titles of every subplot, the legend and its title, annotations (subplot titles included), colour bars, hover labels,
-the animation's buttons and slider, bar labels and the numbers printed inside heatmap cells. Cell numbers are dropped
-rather than shrunk where a cell gets too small to hold them at that size: the hover still gives every value.
+:func:`project` reaches every place a Plotly figure draws text — the title, axis ticks and titles of every subplot,
+the legend and its title, annotations (subplot titles included), colour bars, hover labels, the animation's buttons
+and slider, bar labels and the numbers printed inside heatmap cells. Cell numbers are dropped rather than shrunk where
+a cell gets too small to hold them at that size: the hover still gives every value. Room is made where bigger text
+needs it (labels under an axis, a legend above or below the plot), and the figure grows by that room, so the plot
+area keeps its size.
 
-Pure (a ``go.Figure`` in, the same figure changed in place out); the app's chart helper calls it in presenter mode.
+It works on the plain dicts the builders assemble, before they become a ``go.Figure`` (going through the figure's
+property API cost ~70 ms an animation, too much for a page that redraws on every control change): while a
+projection is active (:func:`projecting`, or :func:`set_projection` for a whole script run — the app sets it when
+presenter mode is on), every builder of :mod:`lineage.plots` returns projected figures. :func:`for_projection` gives a
+projected copy of any other figure.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,136 +41,186 @@ class Projection:
 
 
 PROJECTION = Projection()
-INK = "#000000"
+INK = "#000000"  # black, not a theme's grey: a projector washes light greys out
 GLYPH_EM = 0.62  # width of a digit or a minus sign, in ems of the font (Inter, system-ui)
-LINE_EM = 1.25  # height a line of cell text needs, in ems
+LINE_EM = 1.25  # height a line of text needs, in ems
 CELL_PAD_PX = 4
+CONTROLS_BELOW_PX = 110  # the Play buttons and the step slider, under the labels
+
+_ACTIVE: ContextVar[Projection | None] = ContextVar("lineage_projection", default=None)
 
 
-def _bigger(font, size: int) -> dict:
-    """``font`` (a Plotly font or None) with its size raised to at least ``size``."""
-    current = getattr(font, "size", None) if font is not None else None
-    return dict(size=max(size, current or 0))
+def active() -> Projection | None:
+    """The projection the builders apply now (None: draw for a screen)."""
+    return _ACTIVE.get()
 
 
-def _domain(layout: go.Layout, axis: str, letter: str) -> tuple[float, float]:
-    """The paper fraction an axis spans ("x2" -> layout.xaxis2.domain), [0, 1] where none is set."""
-    name = f"{letter}axis{axis[1:]}"
-    ax = layout[name] if name in layout else None  # noqa: SIM401 (a Layout has no .get)
-    dom = getattr(ax, "domain", None) if ax is not None else None
-    return (float(dom[0]), float(dom[1])) if dom else (0.0, 1.0)
+def set_projection(p: Projection | None) -> None:
+    """Project (or, with None, stop projecting) every figure built from here on in this thread: the app calls it at
+    the start of each script run."""
+    _ACTIVE.set(p)
 
 
-def _decades_only(axis) -> None:
-    if axis.type == "log" and axis.tickvals is None and axis.dtick is None:
-        axis.dtick = 1
+@contextmanager
+def projecting(p: Projection = PROJECTION) -> Iterator[Projection]:
+    """Within the block, the builders of :mod:`lineage.plots` return projected figures."""
+    token = _ACTIVE.set(p)
+    try:
+        yield p
+    finally:
+        _ACTIVE.reset(token)
 
 
-def _x_labels_px(fig: go.Figure, p: Projection) -> float:
+def _font(obj: dict, key: str, size: float, *, ink: bool = False) -> None:
+    """``obj[key]`` (a font dict, made if missing) with its size raised to at least ``size``."""
+    font = dict(obj.get(key) or {})
+    font["size"] = max(size, font.get("size") or 0)
+    if ink:
+        font["color"] = INK
+    obj[key] = font
+
+
+def _copied(layout: dict, key: str) -> list[dict]:
+    """``layout[key]`` (a list of dicts: annotations, sliders, …) as copies that can be changed; [] if none."""
+    if not layout.get(key):
+        return []
+    layout[key] = [dict(item) for item in layout[key]]
+    return layout[key]
+
+
+def _axis_name(ref: str) -> str:
+    """A trace's axis reference as the layout key of that axis: "x" -> "xaxis", "y2" -> "yaxis2"."""
+    return f"{ref[0]}axis{ref[1:]}"
+
+
+def _domain(layout: dict, ref: str) -> tuple[float, float]:
+    dom = (layout.get(_axis_name(ref)) or {}).get("domain")
+    return (float(dom[0]), float(dom[1])) if dom is not None else (0.0, 1.0)
+
+
+def _x_labels_px(data: list[dict], layout: dict, p: Projection) -> float:
     """How far below an x axis its tick labels reach at ``p.tick`` px: a line of text, or the longest label's length
     where the labels are words (categories, or ticktext) too many to sit side by side, as Plotly then stands them up."""
     longest = 0.0
-    for trace in fig.data:
-        xs = getattr(trace, "x", None)
-        words = [str(x) for x in (xs if xs is not None else ()) if isinstance(x, str)]
-        if not words:
+    groups = [([x for x in t.get("x", ()) if isinstance(x, str)], t.get("xaxis", "x")) for t in data]
+    groups += [([str(s) for s in ax.get("ticktext") or ()], name[1:].replace("axis", "")) for name, ax in _axes(layout)]
+    for words, ref in groups:
+        if not words or not ref.startswith("x"):
             continue
-        x0, x1 = _domain(fig.layout, trace.xaxis or "x", "x")
+        x0, x1 = _domain(layout, ref)
         width = max(len(w) for w in words) * GLYPH_EM * p.tick
         if width * len(words) > (x1 - x0) * p.width_px:
             longest = max(longest, width)
-    for axis in (fig.layout[k] for k in fig.layout if k.startswith("xaxis")):
-        if axis.ticktext:
-            width = max(len(str(t)) for t in axis.ticktext) * GLYPH_EM * p.tick
-            if width * len(axis.ticktext) > p.width_px * ((axis.domain or (0, 1))[1] - (axis.domain or (0, 1))[0]):
-                longest = max(longest, width)
     return max(longest, LINE_EM * p.tick)
 
 
-def cell_text_fits(fig: go.Figure, trace, *, tick_px: int, width_px: int) -> bool:
+def _axes(layout: dict) -> list[tuple[str, dict]]:
+    return [(k, v) for k, v in layout.items() if k[1:5] == "axis" and k[0] in "xy" and isinstance(v, dict)]
+
+
+def cell_text_fits(trace: dict, layout: dict, *, tick_px: float, width_px: int) -> bool:
     """Whether a heatmap trace's cell text, drawn at ``tick_px``, fits its cells in a figure ``width_px`` wide."""
-    z = np.asarray(trace.z if trace.z is not None else [[0]], dtype=object)
-    if z.ndim != 2 or not z.size:
+    z = trace.get("z")
+    shape = np.shape(z) if z is not None else ()
+    if len(shape) != 2 or not all(shape):
         return False
-    rows, cols = z.shape
-    text = np.asarray(trace.text if trace.text is not None else [["0.00"]], dtype=object)
-    chars = max((len(str(t)) for t in text.ravel()), default=0)
-    m = fig.layout.margin
-    height = fig.layout.height or 450
-    x0, x1 = _domain(fig.layout, trace.xaxis or "x", "x")
-    y0, y1 = _domain(fig.layout, trace.yaxis or "y", "y")
-    cell_w = (width_px - (m.l or 80) - (m.r or 80)) * (x1 - x0) / cols
-    cell_h = (height - (m.t or 100) - (m.b or 80)) * (y1 - y0) / rows
+    rows, cols = shape
+    text = trace.get("text")
+    chars = max((len(str(t)) for t in np.asarray(text, dtype=object).ravel()), default=0) if text is not None else 4
+    m = layout.get("margin") or {}
+    height = layout.get("height") or 450
+    x0, x1 = _domain(layout, trace.get("xaxis", "x"))
+    y0, y1 = _domain(layout, trace.get("yaxis", "y"))
+    cell_w = (width_px - m.get("l", 80) - m.get("r", 80)) * (x1 - x0) / cols
+    cell_h = (height - m.get("t", 100) - m.get("b", 80)) * (y1 - y0) / rows
     return cell_w >= chars * GLYPH_EM * tick_px + CELL_PAD_PX and cell_h >= LINE_EM * tick_px
 
 
-def for_projection(fig: go.Figure, p: Projection = PROJECTION) -> go.Figure:
-    """Raise every text of ``fig`` to projector sizes (never lower one), thicken thin lines, make it taller."""
-    layout = fig.layout
-    margins = (layout.margin.t or 0) + (layout.margin.b or 0)
-    fig.update_layout(
-        font=dict(size=max(p.text, (layout.font.size or 0)), color=INK),
-        title_font={**_bigger(layout.title.font, p.title), "color": INK},
-        legend=dict(
-            font={**_bigger(layout.legend.font, p.text), "color": INK},
-            title_font=_bigger(layout.legend.title.font, p.text),
-        ),
-        hoverlabel=dict(font=_bigger(layout.hoverlabel.font, p.text)),
-        height=max(int((layout.height or 450) * p.height_scale), p.min_height),
-    )
-    # black, not a theme's grey: a projector washes light greys out
-    axis_fonts = dict(tickfont=dict(size=p.tick, color=INK), title_font=dict(size=p.text, color=INK))
-    fig.update_xaxes(**axis_fonts)
-    fig.update_yaxes(**axis_fonts)
-    # A log axis labels 2 and 5 between decades in smaller type (three quarters of the tick size): label decades only.
-    fig.for_each_xaxis(_decades_only)
-    fig.for_each_yaxis(_decades_only)
-    legend = layout.legend
-    if legend.orientation == "h" and (legend.y or 0) >= 1:  # a legend above the plot: room for it below the title
-        above = int(LINE_EM * p.title + 2 * LINE_EM * p.text + 16)
-        fig.update_layout(
-            margin=dict(t=max(layout.margin.t or 0, above)),
-            title=dict(y=1.0, yref="container", yanchor="top", pad=dict(t=8)),
-        )
-    for note in layout.annotations or ():
-        note.font = _bigger(note.font, p.text)
-    # The animation's controls hang a fixed distance below the plot; long x labels (which Plotly turns upright when
-    # they crowd) and a bigger axis title need more of it, or the labels run into the slider.
-    below = _x_labels_px(fig, p) + LINE_EM * p.text + 24
-    for slider in layout.sliders or ():
-        slider.font = _bigger(slider.font, p.tick)
-        slider.currentvalue.font = _bigger(slider.currentvalue.font, p.text)
-        slider.pad.t = max(slider.pad.t or 0, below)
-    for menu in layout.updatemenus or ():
-        menu.font = _bigger(menu.font, p.text)
-        menu.pad.t = max(menu.pad.t or 0, below + 10)
-    bottom = below + (110 if layout.sliders else 0)
-    if legend.orientation == "h" and legend.y is not None and legend.y < 0:
-        # A legend under the plot goes to the figure's foot, under the labels and the controls, whatever their size.
-        bottom += 2 * LINE_EM * p.text + 10
-        fig.update_layout(legend=dict(yref="container", y=0.0, yanchor="bottom"))
-    if bottom > (layout.margin.b or 0) and (layout.sliders or legend.y is not None and legend.y < 0):
-        fig.update_layout(margin=dict(b=int(bottom)))
-    for shape in layout.shapes or ():
-        if shape.line is not None and (shape.line.width or 0) > 0:
-            shape.line.width = max(shape.line.width, 2.0)
-    # what the margins grew by comes on top of the height, so the plot area keeps its size
-    fig.update_layout(height=layout.height + max(0, (layout.margin.t or 0) + (layout.margin.b or 0) - margins))
+def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
+    """Raise every text of a figure (its traces and layout as plain dicts, changed in place) to projector sizes —
+    never lowering one —, thicken thin lines, give bigger text the room it needs and the figure that much height."""
+    margin = layout["margin"] = dict(layout.get("margin") or {})
+    margins = margin.get("t", 0) + margin.get("b", 0)
+    _font(layout, "font", p.text, ink=True)
+    if isinstance(layout.get("title"), dict):
+        layout["title"] = dict(layout["title"])
+        _font(layout["title"], "font", p.title, ink=True)
+    legend = layout["legend"] = dict(layout.get("legend") or {})
+    _font(legend, "font", p.text, ink=True)
+    hover = layout["hoverlabel"] = dict(layout.get("hoverlabel") or {})
+    _font(hover, "font", p.text)
+    layout["height"] = max(int((layout.get("height") or 450) * p.height_scale), p.min_height)
 
-    for trace in fig.data:
-        kind = trace.type
-        bar = getattr(trace, "colorbar", None) if kind in ("heatmap", "contour", "histogram2d") else None
-        if bar is None and hasattr(trace, "marker") and getattr(trace.marker, "colorbar", None) is not None:
-            bar = trace.marker.colorbar if trace.marker.showscale else None
-        if bar is not None:
-            bar.tickfont = {**_bigger(bar.tickfont, p.tick), "color": INK}
-            bar.title.font = _bigger(bar.title.font, p.text)
-            bar.thickness = max(bar.thickness or 0, 20)
-        if hasattr(trace, "textfont"):
-            trace.textfont = _bigger(trace.textfont, p.tick)
-        fits = kind != "heatmap" or cell_text_fits(fig, trace, tick_px=p.tick, width_px=p.width_px)
-        if trace.type == "heatmap" and trace.texttemplate and not fits:
-            trace.texttemplate = ""
-        if kind == "scatter" and trace.line is not None and "lines" in (trace.mode or "lines"):
-            trace.line.width = max(p.min_line, (trace.line.width or 2.0) + 1.0)
-    return fig
+    # every axis a trace uses, and every axis the layout names: black ticks ≥ tick px, titles ≥ text px
+    for trace in data:
+        for ref in (trace.get("xaxis", "x"), trace.get("yaxis", "y")):
+            layout.setdefault(_axis_name(ref), {})
+    for name, axis in _axes(layout):
+        axis = layout[name] = dict(axis)
+        _font(axis, "tickfont", p.tick, ink=True)
+        title = axis.get("title")
+        axis["title"] = dict(title) if isinstance(title, dict) else ({"text": title} if title else {})
+        _font(axis["title"], "font", p.text, ink=True)
+        # a log axis labels 2 and 5 between decades in smaller type (three quarters of the tick size): decades only
+        if axis.get("type") == "log" and axis.get("tickvals") is None and axis.get("dtick") is None:
+            axis["dtick"] = 1
+
+    if legend.get("orientation") == "h" and (legend.get("y") or 0) >= 1:  # above the plot: room under the title
+        margin["t"] = max(margin.get("t", 0), int(LINE_EM * p.title + 2 * LINE_EM * p.text + 16))
+        layout["title"] = {**(layout.get("title") or {}), "y": 1.0, "yref": "container", "yanchor": "top"}
+    for note in _copied(layout, "annotations"):
+        _font(note, "font", p.text)
+
+    # The animation's controls hang a fixed distance below the plot; long x labels (which Plotly stands upright when
+    # they crowd) and a bigger axis title need more of it, or the labels run into the slider.
+    below = _x_labels_px(data, layout, p) + LINE_EM * p.text + 24
+    sliders = _copied(layout, "sliders")
+    for slider in sliders:
+        _font(slider, "font", p.tick)
+        slider["currentvalue"] = dict(slider.get("currentvalue") or {})
+        _font(slider["currentvalue"], "font", p.text)
+        slider["pad"] = {**(slider.get("pad") or {}), "t": max((slider.get("pad") or {}).get("t", 0), below)}
+    for menu in _copied(layout, "updatemenus"):
+        _font(menu, "font", p.text)
+        menu["pad"] = {**(menu.get("pad") or {}), "t": max((menu.get("pad") or {}).get("t", 0), below + 10)}
+    bottom = below + (CONTROLS_BELOW_PX if sliders else 0)
+    legend_below = legend.get("orientation") == "h" and legend.get("y") is not None and legend["y"] < 0
+    if legend_below:  # to the figure's foot, under the labels and the controls, whatever their size
+        bottom += 2 * LINE_EM * p.text + 10
+        legend.update(yref="container", y=0.0, yanchor="bottom")
+    if sliders or legend_below:
+        margin["b"] = int(max(margin.get("b", 0), bottom))
+    for shape in _copied(layout, "shapes"):
+        line = shape.get("line") or {}
+        if (line.get("width") or 0) > 0:
+            shape["line"] = {**line, "width": max(line["width"], 2.0)}
+    # what the margins grew by comes on top of the height, so the plot area keeps its size
+    layout["height"] += max(0, margin.get("t", 0) + margin.get("b", 0) - margins)
+
+    for trace in data:
+        kind = trace.get("type", "scatter")
+        marker = trace.get("marker") or {}
+        if kind in ("heatmap", "contour", "histogram2d") or marker.get("showscale"):
+            owner = trace if kind != "scatter" else trace.setdefault("marker", dict(marker))
+            bar = owner["colorbar"] = dict(owner.get("colorbar") or {})
+            _font(bar, "tickfont", p.tick, ink=True)
+            bar["title"] = dict(bar.get("title") or {})
+            _font(bar["title"], "font", p.text)
+            bar["thickness"] = max(bar.get("thickness") or 0, 20)
+        if kind in ("heatmap", "bar", "scatter", "table", "pie", "funnel") and (
+            trace.get("text") is not None or trace.get("texttemplate")
+        ):
+            _font(trace, "textfont", p.tick)
+        fits = kind != "heatmap" or cell_text_fits(trace, layout, tick_px=p.tick, width_px=p.width_px)
+        if trace.get("texttemplate") and not fits:
+            trace["texttemplate"] = ""
+        if kind == "scatter" and "lines" in trace.get("mode", "lines"):
+            line = trace["line"] = dict(trace.get("line") or {})
+            line["width"] = max(p.min_line, (line.get("width") or 2.0) + 1.0)
+
+
+def for_projection(fig: go.Figure, p: Projection = PROJECTION) -> go.Figure:
+    """A projected copy of any figure (for a notebook, or a figure not built by :mod:`lineage.plots`)."""
+    spec = fig.to_plotly_json()
+    project(spec["data"], spec["layout"], p)
+    return go.Figure(data=spec["data"], layout=spec["layout"], frames=spec.get("frames") or None)
