@@ -71,29 +71,52 @@ def too_wide(page, width: int) -> list[str]:
     return found["out"]
 
 
+def check_screen(page, what: str, width: int, height: int) -> None:
+    """The three checks on what the page shows now, in a window of this size."""
+    wide = too_wide(page, width)
+    assert not wide, f"{what} at {width}×{height}: wider than the window: {wide}"
+    texts = page.evaluate(CHART_TEXT_JS)
+    small = [t for t in texts if t["px"] < MIN_CHART_TEXT_PX]
+    assert not small, f"{what} at {width}×{height}: chart text under {MIN_CHART_TEXT_PX} px: {small[:8]}"
+    if page.locator('[data-testid="stMain"] .js-plotly-plot').count():
+        assert texts, f"{what}: charts drawn, but no chart text measured"
+    metrics = page.evaluate(METRIC_JS)
+    small_numbers = [m for m in metrics if not m["px"] >= PRESENTER_PX["metric"]]
+    assert not small_numbers, f"{what}: key numbers under {PRESENTER_PX['metric']} px: {small_numbers}"
+
+
+def check_both_screens(page, what: str) -> None:
+    for i, (width, height) in enumerate(SCREENS):
+        if i:
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(1000)  # charts follow the new width (no rerun)
+        check_screen(page, what, width, height)
+
+
 @pytest.mark.parametrize("entry", PAGES, ids=[e.url_path for e in PAGES])
 def test_every_page_reads_from_the_back_of_the_room(watched, server, entry):
     page = watched.page
+    page.set_viewport_size({"width": SCREENS[0][0], "height": SCREENS[0][1]})
     path = "" if entry.url_path == "home" else entry.url_path  # the default page's own address is the root
-    for i, (width, height) in enumerate(SCREENS):
-        page.set_viewport_size({"width": width, "height": height})
-        if i == 0:
-            open_presenting(page, f"{server.url}/{path}?present=1")
-        else:
-            page.wait_for_timeout(1000)  # charts follow the new width (no rerun)
-        wide = too_wide(page, width)
-        assert not wide, f"{entry.url_path} at {width}×{height}: wider than the window: {wide}"
-
-        texts = page.evaluate(CHART_TEXT_JS)
-        small = [t for t in texts if t["px"] < MIN_CHART_TEXT_PX]
-        assert not small, f"{entry.url_path} at {width}×{height}: chart text under {MIN_CHART_TEXT_PX} px: {small[:8]}"
-        if page.locator('[data-testid="stMain"] .js-plotly-plot').count():
-            assert texts, f"{entry.url_path}: charts drawn, but no chart text measured"
-
-        metrics = page.evaluate(METRIC_JS)
-        small_numbers = [m for m in metrics if not m["px"] >= PRESENTER_PX["metric"]]
-        assert not small_numbers, f"{entry.url_path}: key numbers under {PRESENTER_PX['metric']} px: {small_numbers}"
+    open_presenting(page, f"{server.url}/{path}?present=1")
+    check_both_screens(page, entry.url_path)
     assert_clean(watched, f"/{entry.url_path}?present=1")
+
+
+def test_the_live_benchmark_results_read_from_the_back_too(watched, server):
+    """The Live benchmark draws its charts and numbers only after a run: run the smallest budget, then check them."""
+    page = watched.page
+    page.set_viewport_size({"width": SCREENS[0][0], "height": SCREENS[0][1]})
+    open_presenting(page, f"{server.url}/live_benchmark?present=1&live_benchmark_budget=tiny")
+    page.get_by_role("button", name="Run benchmark").click()
+    page.wait_for_function(
+        "() => document.querySelectorAll('[data-testid=\"stMain\"] .js-plotly-plot svg.main-svg').length >= 2",
+        timeout=LOAD_TIMEOUT_MS,
+    )
+    wait_until_rendered(page)
+    assert page.locator('[data-testid="stMetricValue"]').count() >= 4
+    check_both_screens(page, "live_benchmark after a run")
+    assert_clean(watched, "/live_benchmark?present=1, run")
 
 
 def test_the_checks_see_what_normal_mode_draws(watched, server):
