@@ -13,8 +13,8 @@ and writes into one folder, per page:
                              the whole page through the Machado et al. (2009) simulation at full severity
                              (``lineage.plots.palette.simulate_cvd``), to compare the charts' colours side by side
 
-and ``index.txt`` listing each page with its title and the widest element found (wider than the viewport means the
-page scrolls sideways on that screen).
+and ``index.txt`` listing each page with its title and its width (wider than the window: the page scrolls sideways on
+that screen; ``tests/e2e/test_presenter.py`` checks every element).
 """
 
 from __future__ import annotations
@@ -40,12 +40,7 @@ MAX_FULL_PX = 16_000  # the tallest "whole page" shot
 PAGE_HEIGHT_JS = """() => Math.max(document.scrollingElement.scrollHeight,
     ...[...document.querySelectorAll('[data-testid="stMain"], [data-testid="stAppViewContainer"]')]
         .map(el => el.scrollHeight))"""
-WIDEST_JS = """() => {
-    const main = document.querySelector('[data-testid="stMain"]');
-    let widest = 0;
-    for (const el of main.querySelectorAll('*')) widest = Math.max(widest, el.getBoundingClientRect().right);
-    return {widest, scroll: document.scrollingElement.scrollWidth};
-}"""
+SCROLL_WIDTH_JS = "() => document.scrollingElement.scrollWidth"
 
 
 def simulated(path: Path, kind: str) -> Image.Image:
@@ -70,14 +65,14 @@ def shoot(browser, url: str, out: Path, pages: list[str], size: tuple[int, int])
         page.wait_for_timeout(500)  # Plotly's last relayout after the fonts have loaded
         first, full = out / f"{entry.url_path}.png", out / f"{entry.url_path}-full.png"
         page.screenshot(path=first)
-        wide = page.evaluate(WIDEST_JS)
+        scroll_width = page.evaluate(SCROLL_WIDTH_JS)
         page.set_viewport_size({"width": width, "height": min(int(page.evaluate(PAGE_HEIGHT_JS)), MAX_FULL_PX)})
         page.wait_for_timeout(1000)  # charts redraw for the new viewport
         page.screenshot(path=full)
         for kind in CVD_KINDS:
             simulated(full, kind).save(out / f"{entry.url_path}-full-{kind}.png")
-        verdict = "fits" if wide["scroll"] <= width else "SCROLLS SIDEWAYS"
-        lines.append(f"{entry.url_path}: {entry.title} — widest element {wide['widest']:.0f} px of {width}: {verdict}")
+        verdict = "fits" if scroll_width <= width else "SCROLLS SIDEWAYS"
+        lines.append(f"{entry.url_path}: {entry.title} — page {scroll_width} px wide in a {width} px window: {verdict}")
         print(lines[-1], flush=True)
         context.close()
     return lines
