@@ -347,7 +347,8 @@ def memory_by_stage(
         line, marker = mechanism_line("mla")
         line["dash"] = "longdash"
         b_bytes = _check_1d("baseline bytes", b_bytes, x.size).astype(np.float64)
-        lines.append(("mla", b_label, [b_label, b_note], b_bytes, line, marker))
+        coloured = f'<span style="color:{line["color"]}">{b_label}</span>'
+        lines.append(("mla", b_label, [coloured, b_note], b_bytes, line, marker))
 
     data = [
         dict(
