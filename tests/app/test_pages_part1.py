@@ -13,6 +13,7 @@ import torch
 from lineage import demo, footprints, stages
 from lineage.io_cost import standard_attention_io_bytes, tiled_attention_io_bytes
 from lineage.kv_cache import KVCache
+from lineage.plots.memory import short_title
 from tests.app.util import figure, markdown_table, parse_markdown_table, rerun, run_page, z_of
 from ui import common
 from ui.nav import PAGES
@@ -79,8 +80,13 @@ def test_home_page():
 
     chart = figure(at, "Bytes one layer holds")
     for s in stages.all_stages():  # every stage on exactly one line (stages holding the same bytes share one)
-        (line,) = [trace for trace in chart["data"] if s.title in trace["name"].split(" · ")]
+        (line,) = [trace for trace in chart["data"] if short_title(s.key) in trace["name"].split(" · ")]
         np.testing.assert_array_equal(line["y"], stages.memory_per_layer(s.key, np.asarray(line["x"])))
+    # the hybrid's saving against the same layers all MLA, drawn beside it (the article's "−75%")
+    (baseline,) = [trace for trace in chart["data"] if trace["name"].startswith("All-MLA")]
+    hybrid = next(trace for trace in chart["data"] if trace["name"] == "Hybrid")
+    cut = 1 - np.asarray(hybrid["y"])[-1] / np.asarray(baseline["y"])[-1]
+    assert any(f"−{cut:.0%} against all-MLA" in a["text"] for a in chart["layout"]["annotations"])
     assert chart["layout"]["xaxis"]["type"] == chart["layout"]["yaxis"]["type"] == "log"
 
 

@@ -32,14 +32,18 @@ def test_mamba2_page():
     z0 = state["frames"][0]["data"][0]
     assert z0["zmid"] == 0 and z0["zmin"] == -z0["zmax"]
     mask = figure(at, "The same layer as attention")
-    np.testing.assert_allclose(z_of(mask["data"][0]), demo.decay_mask(run.g)[:, :, 0], rtol=1e-6)
-    np.testing.assert_allclose(z_of(mask["data"][1]), demo.mixing_matrix(run), rtol=1e-5, atol=1e-6)
+    causal = np.tri(32, dtype=bool)  # above the diagonal: masked (empty, the masked colour), not "decayed to 0"
+    shown_mask, shown_mix = z_of(mask["data"][0]), z_of(mask["data"][1])
+    assert np.isnan(shown_mask[~causal]).all() and np.isnan(shown_mix[~causal]).all()
+    np.testing.assert_allclose(shown_mask[causal], demo.decay_mask(run.g)[:, :, 0][causal], rtol=1e-6)
+    np.testing.assert_allclose(shown_mix[causal], demo.mixing_matrix(run)[causal], rtol=1e-5, atol=1e-6)
 
     at.slider(key="mamba2_T").set_value(12)
     at.slider(key="mamba2_alpha").set_value(0.0)
     rerun(at)
     assert len(figure(at, "The state, token by token")["frames"]) == 12
-    np.testing.assert_array_equal(z_of(figure(at, "The same layer as attention")["data"][0]), np.eye(12))
+    wiped = z_of(figure(at, "The same layer as attention")["data"][0])  # α = 0: each step keeps only itself
+    np.testing.assert_array_equal(np.where(np.tri(12, dtype=bool), wiped, 0.0), np.eye(12))
     at.session_state["mamba2_step"] = 4  # steps count from 0, like the frames
     rerun(at)
     assert figure(at, "The state, token by token")["layout"]["sliders"][0]["active"] == 4
