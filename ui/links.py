@@ -18,7 +18,7 @@ import streamlit as st
 
 NOTICES_KEY = "_link_notices"  # this run's notices (session state: every session has its own)
 RUN_KEY = "_link_run"  # this run's link values, where to report them, and whether it has
-NOT_CONTROLS = frozenset({"present", "seed", "embed", "embed_options"})  # read by the app's own code, not widgets
+NOT_CONTROLS = frozenset({"seed", "embed", "embed_options"})  # the seed is checked by ui.common; embed: Streamlit's
 SHOWN_CHARS = 40  # of a value quoted back to the visitor
 
 
@@ -103,7 +103,8 @@ def clamp_to_range(key: str, lo: float, hi: float, *, name: str, why: str) -> No
 def _same(given: str, value: object) -> bool:
     """Whether a URL text ``given`` means ``value`` (the control's value): how Streamlit writes values to URLs."""
     if isinstance(value, bool):
-        return given.strip().lower() == str(value).lower()
+        text = given.strip().lower()
+        return text in ("1", "true", "yes", "on") if value else text in ("0", "false", "no", "off")
     if isinstance(value, int | float):
         try:
             return float(given) == float(value)
@@ -117,8 +118,9 @@ def _same(given: str, value: object) -> bool:
 def unused(requested: dict[str, str], controls: Iterable[str] | None = None) -> list[str]:
     """Messages for the link values in ``requested`` that the page did not use, after it ran.
 
-    A value is used when its control still carries it in the URL (Streamlit removes a value it refuses, and one equal
-    to the default, which is then the control's value). ``controls``: keys that are controls (default: every key in
+    A value is used when its control holds it (numbers and switches), or, for a choice, when Streamlit kept it in the
+    URL (it removes a value it refuses, and one equal to the default). A control not bound to the URL ignores links,
+    so a link value for it is reported too. ``controls``: keys that are controls (default: every key in
     session state, where Streamlit keeps each widget's value under its key).
     """
     keys = set(st.session_state.keys()) if controls is None else set(controls)
@@ -130,7 +132,9 @@ def unused(requested: dict[str, str], controls: Iterable[str] | None = None) -> 
             messages.append(f"`{shown(key)}` in the link is not a setting of this page; it is ignored.")
             continue
         value = st.session_state[key]
-        if st.query_params.get(key) == given or _same(given, value):
+        # A number or a switch is used when the control holds it. A choice shows its label in the URL, which this
+        # code cannot see, so it is used when Streamlit kept it there (Streamlit removes a value it refuses).
+        if _same(given, value) or (not isinstance(value, bool | int | float) and st.query_params.get(key) == given):
             continue
         if any(f"`{shown(key)}=" in n for n in st.session_state.get(NOTICES_KEY, [])):
             continue  # clamped, and already said
