@@ -1,0 +1,113 @@
+"""Learned memory page: shows the recorded sweep with its command, trains a tiny config live into curves and the
+learned gates, refuses requests over the cap, and re-runs a recorded point."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from lineage import train as training
+from lineage.plots import mixer_title
+from tests.app.util import ROOT, figure, figures, run_page
+from ui.nav import PAGES
+
+REFERENCE = json.loads((ROOT / "data" / "learned_memory_reference.json").read_text())
+
+
+def tiny(at, **changes):
+    """The smallest live run: 10 steps of DeltaNet and KDA on MQAR with 2 pairs in 16 tokens."""
+    at.multiselect(key="learned_memory_mixers").set_value(changes.get("mixers", ["deltanet", "kda"]))
+    at.number_input(key="learned_memory_steps").set_value(changes.get("steps", 10))
+    at.number_input(key="learned_memory_seconds").set_value(changes.get("seconds", 20.0))
+    at.select_slider(key="learned_memory_T").set_value(16)
+    at.slider(key="learned_memory_pairs_n").set_value(2)
+    at.button(key="learned_memory_train").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture(scope="module")
+def trained():
+    return tiny(run_page("learned_memory", seed=0))
+
+
+def test_page_is_registered_under_labs():
+    entry = next(p for p in PAGES if p.url_path == "learned_memory")
+    assert (entry.section, entry.file) == ("Labs", "app_pages/learned_memory.py")
+
+
+def test_recorded_chart_is_the_reference_file_with_its_command():
+    at = run_page("learned_memory", seed=0)
+    assert not at.error and [t.value for t in at.title] == ["Learned memory"]
+    fig = figure(at, "MQAR at ")
+    T = fig["layout"]["title"]["text"].split()[2]
+    for trace in fig["data"]:
+        mixer = next(
+            r["model"]["mixer"] for r in REFERENCE["runs"] if trace["name"].startswith(mixer_title(r["model"]["mixer"]))
+        )
+        stored = sorted(
+            (r["task"]["n_pairs"], r["accuracy"])
+            for r in REFERENCE["runs"]
+            if r["model"]["mixer"] == mixer and str(r["task"]["seq_len"]) == T
+        )
+        assert np.allclose(trace["x"], [n for n, _ in stored]) and np.allclose(trace["y"], [a for _, a in stored])
+    caption = " ".join(c.value for c in at.caption)
+    assert REFERENCE["command"] in caption and REFERENCE["date"] in caption
+
+
+def test_training_draws_one_curve_per_mechanism(trained):
+    assert not trained.error, [e.value for e in trained.error]
+    fig = figure(trained, "MQAR (Zoology): held-out accuracy while training")
+    assert [t["name"] for t in fig["data"]] == ["DeltaNet", "KDA"]
+    assert all(list(t["x"]) == [10.0] for t in fig["data"])
+    summary = next(m.value for m in trained.markdown if m.value.startswith("DeltaNet: "))
+    assert "after 10 steps" in summary and "Chance is 3.1%" in summary
+
+
+def test_what_the_model_learned_shows_kda_gates_beta_and_state(trained):
+    gates = figure(trained, "Learned α per key channel")
+    z = np.asarray(gates["data"][0]["z"], dtype=float)
+    assert z.shape == (16, 16) and ((z > 0) & (z <= 1)).all()  # 16 key channels × 16 tokens
+    beta = figure(trained, "Learned per-token gate and write strength")
+    assert [t["name"] for t in beta["data"]] == ["β (head 0)"]
+    state = figure(trained, "The state under the learned gates and β")
+    assert len(state["frames"]) == 16
+    said = next(m.value for m in trained.markdown if m.value.startswith("Its gates are one per key channel"))
+    assert "learned, not set" in said
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(steps=601), "601 steps asked for; the cap here is 600"),
+        (dict(seconds=46.0), "46 s per mechanism asked for; the cap here is 45 s"),
+        (dict(mixers=["softmax", "deltanet", "gla", "kda", "mamba2"]), "5 mechanisms chosen; one press trains at most"),
+    ],
+)
+def test_requests_over_the_cap_are_refused_with_a_message(changes, message):
+    at = tiny(run_page("learned_memory", seed=0), **changes)
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and errors[0].startswith("Not trained:") and message in errors[0]
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    assert not any("while training" in t for t in titles)
+    caps_line = " ".join(c.value for c in at.caption)
+    assert "Training is capped on cpu at 600 steps and 45 s per mechanism, 4 mechanisms per press" in caps_line
+
+
+def test_a_recorded_point_re_runs_with_the_same_losses(monkeypatch):
+    """The button re-runs a recorded point with its stored config and seed; its first steps' losses must match.
+    (Shortened to 5 steps here to keep the test quick: the page compares whatever prefix it ran.)"""
+    real = training.train
+    monkeypatch.setattr(training, "train", lambda task, m, cfg, **kw: real(task, m, replace(cfg, max_steps=5), **kw))
+    at = run_page("learned_memory", seed=0)
+    box = at.selectbox(key="learned_memory_point")
+    box.set_value(box.options[0]).run()
+    at.button(key="learned_memory_rerun").click()
+    at.run()
+    assert not at.exception and not at.error
+    said = next(m.value for m in at.markdown if m.value.startswith("Re-run"))
+    assert "The training losses of all 5 steps match the recorded ones." in said
