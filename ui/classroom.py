@@ -52,6 +52,10 @@ div[data-testid="stDecoration"] {{
   white-space: normal !important; overflow-wrap: anywhere; text-overflow: clip !important;
 }}
 .stApp div[data-testid="stMetricValue"] {{ height: auto !important; overflow: visible !important; }}
+/* what a control holds (a typed number, a chosen option) reads as large as its label */
+.stApp input, .stApp textarea, .stApp div[data-baseweb="select"] div {{
+  font-size: {PRESENTER_PX["body"]}px !important;
+}}
 /* one compact row of controls */
 .stApp div[data-testid="stSlider"] {{ padding-bottom: 0 !important; }}
 </style>
