@@ -29,10 +29,11 @@ class TrainCaps:
     mechanisms: int  # mechanisms trained by one press
 
 
-# Deployment policy, so it lives on the app side. On the CPU a step of the default model (d_model 64, 2 layers,
-# batch 64, 32 tokens) took 30–250 ms depending on the mechanism on a busy 2-core machine (KDA slowest): 600 steps
-# is enough for DeltaNet-style layers to solve 4 pairs, and 45 s bounds what one visitor's press takes from a shared
-# server. A GPU runs the same steps several times faster.
+# Deployment policy, so it lives on the app side. On the CPU a training step of the default model (d_model 64, 2
+# layers, 4 heads, batch 64, 32 tokens) took 25–80 ms for softmax and 80–250 ms for KDA on the busy 2-core machine
+# (`python -m lineage train --throughput`, 1 thread, load average 6–7). 600 steps is about what the delta-rule layers
+# needed for 4 pairs in the recorded run (525–600); 45 s bounds what one visitor's press takes from a shared server,
+# and binds first for the slower layers on a busy CPU. A GPU runs the same steps several times faster.
 TRAIN_CAPS = {"cpu": TrainCaps(steps=600, seconds=45.0, mechanisms=4), "gpu": TrainCaps(3000, 60.0, 8)}
 # What the papers found on MQAR, checked against the recorded numbers: (kind, mechanism, other, source).
 # "solves": reaches the target at every recorded size; "beats": higher mean accuracy; "at least": mean accuracy at

@@ -4,6 +4,7 @@ command produces."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -56,6 +57,13 @@ def test_without_token_mixing_the_same_training_stays_near_chance():
     result = train(TINY, replace(TINY_MODEL, mixer="identity"), replace(LEARN, max_steps=300), seed=0)
     assert result.stopped == "max_steps"
     assert result.best_accuracy < 3 * TINY.chance  # chance = 1/16 here: a guess among the values
+
+
+@pytest.mark.parametrize("task", ["palindrome", "stack"])
+def test_the_kimi_linear_tasks_train_too(task):
+    cfg = TaskConfig(task, vocab_size=32, seq_len=32, n_stacks=3)
+    result = train(cfg, replace(TINY_MODEL, mixer="kda", d_model=32, n_heads=2), TrainConfig(max_steps=4, eval_every=2))
+    assert result.steps == 4 and len(result.eval_accuracy) == 2 and all(math.isfinite(x) for x in result.loss)
 
 
 def test_training_stops_at_the_step_and_second_caps_and_when_cancelled():
