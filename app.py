@@ -12,7 +12,6 @@ from ui import limits, links
 from ui.classroom import presenter_requested, presenter_toggle
 from ui.common import BUSY_TEXT, device_label, seed_control
 from ui.nav import DEFAULT_PAGE, DEFAULT_URL_PATH, HOME_ALIAS, NAV_EXPANDED, PAGES, SECTIONS
-from ui.serving import warm_chart_renderer
 
 ROOT = Path(__file__).parent
 
@@ -26,7 +25,6 @@ st.set_page_config(
     layout="wide",
     initial_sidebar_state="collapsed" if presenter_requested() else "auto",
 )
-unwarm = warm_chart_renderer()  # a session's first run: the browser loads plotly.js while the page computes
 
 sections: dict[str, list] = {name: [] for name in SECTIONS}
 for entry in PAGES:
@@ -59,4 +57,3 @@ try:
 except limits.ServerBusy:
     st.error(BUSY_TEXT)
 links.report()
-unwarm()

@@ -9,7 +9,6 @@ Each round starts each kind of server afresh, in turn (so machine load falls on 
     bare     ``streamlit run`` of a bare app, a title and one Plotly chart (written to artifacts/): the floor, what
              Streamlit and plotly.js cost before this app adds anything;
     serve    ``python serve.py``, the README's and the container's start (heavy imports before health);
-    serve-nowarm   the same without the app's blank first chart that starts plotly.js early (LINEAGE_WARM_CHART=0);
     plain    ``streamlit run app.py`` (its first visitor waits for the imports).
 
 Once ``/_stcore/health`` answers, a new context of a headless Chromium (``harness.find_chromium()``; offline: requests
@@ -64,7 +63,6 @@ st.plotly_chart(go.Figure(go.Scatter(x=[0, 1, 2], y=[0, 1, 4])))
 STARTS = {
     "bare": dict(script=str(BARE_APP)),
     "serve": dict(preload=True),
-    "serve-nowarm": dict(preload=True, env={"LINEAGE_WARM_CHART": "0"}),  # without ui.serving.warm_chart_renderer
     "plain": dict(),
 }
 STARTUP_TIMEOUT_S = 120

@@ -41,6 +41,10 @@ if [ -n "${LINEAGE_SKIP_BROWSER:-}" ] && [ "${CI:-}" != "true" ]; then
   PYTEST_ARGS+=(-m "not browser")
 else
   SKIPPING_BROWSER=""
+  if [ -n "${LINEAGE_CHROMIUM:-}" ] && [ ! -x "$LINEAGE_CHROMIUM" ]; then
+    echo "LINEAGE_CHROMIUM=$LINEAGE_CHROMIUM is not an executable: point it at a Chromium or Chrome binary." >&2
+    exit 1
+  fi
   CHROMIUM=$("$PY" -c "from tests.e2e.harness import find_chromium; print(find_chromium() or '')")
   if [ -z "$CHROMIUM" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
       && grep -qi '^ID=debian' /etc/os-release 2>/dev/null; then
@@ -71,7 +75,7 @@ say "python -m lineage verify"
 "$PY" -m lineage verify > /dev/null || { "$PY" -m lineage verify; exit 1; }
 say "pytest ${PYTEST_ARGS[*]:-} $*"
 status=0
-"$PY" -m pytest "${PYTEST_ARGS[@]}" "$@" || status=$?
+"$PY" -m pytest ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"} "$@" || status=$?  # (bash 3.2, macOS: no empty "${a[@]}")
 if [ -n "$SKIPPING_BROWSER" ]; then
   echo "NOTE: the browser tests were skipped (LINEAGE_SKIP_BROWSER is set): the end-to-end checks did not run." >&2
 fi

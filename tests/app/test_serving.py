@@ -256,17 +256,3 @@ def test_the_lock_pins_every_runtime_requirement():
     wanted = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
     names = {re.split(r"[<>=!~ ;]", w, maxsplit=1)[0].lower() for w in wanted if w}
     assert names <= lock, names - lock
-
-
-# ---- the blank first chart that starts plotly.js early ---------------------------------------------------------------
-
-
-def test_the_blank_chart_is_sent_on_a_sessions_first_run_only_and_removed(monkeypatch):
-    at = run_page("home")
-    assert at.session_state[serving.WARMED_KEY] is True
-    assert "warm_chart_renderer" not in [c.key for c in at.get("plotly_chart")]  # sent, then emptied in the same run
-    assert at.get("plotly_chart"), "the home page's own charts are there"
-    at.run()
-    assert "warm_chart_renderer" not in [c.key for c in at.get("plotly_chart")]
-    monkeypatch.setenv(serving.WARM_CHART_ENV, "0")
-    assert serving.WARMED_KEY not in run_page("home").session_state
