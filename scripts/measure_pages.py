@@ -83,6 +83,8 @@ CONTROLS: dict[str, Control] = {
     # Changing the budget redraws the page; the benchmark itself runs only when its button is pressed.
     "live_benchmark": Control("selectbox", "live_benchmark_budget", ("tiny", "standard") * 5),
     "memory_lab": Control("slider", "lab_d_k", _around(16, 1)),
+    # Training runs only when Train is pressed; the steps asked for are checked against the cap on every run.
+    "learned_memory": Control("number_input", "learned_memory_steps", _around(300, 50)),
 }
 
 
