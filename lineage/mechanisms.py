@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -319,27 +320,50 @@ _ENTRIES = (
     ),
 )
 
-_REGISTRY: dict[str, Mechanism] = {m.key: m for m in _ENTRIES}
 
-MECHANISMS: Mapping[str, Mechanism] = MappingProxyType(_REGISTRY)
-"""Every mechanism by key, in the order of the lineage (a read-only view; see :func:`registered`)."""
+class _Table(Mapping):
+    """The table as a read-only mapping: the entries above, plus any put in by :func:`registered` in this context.
+
+    Registrations live in a context variable, not in module state, so a test's extra entry is seen only by the
+    thread (and context) that made it, never by another session served by the same process.
+    """
+
+    _BASE: Mapping[str, Mechanism] = MappingProxyType({m.key: m for m in _ENTRIES})
+    _EXTRA: ContextVar[Mapping[str, Mechanism]] = ContextVar("registered_mechanisms", default=MappingProxyType({}))
+
+    def _current(self) -> Mapping[str, Mechanism]:
+        extra = self._EXTRA.get()
+        return {**self._BASE, **extra} if extra else self._BASE
+
+    def __getitem__(self, key: str) -> Mechanism:
+        return self._current()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+
+MECHANISMS: Mapping[str, Mechanism] = _Table()
+"""Every mechanism by key, in the order of the lineage (read-only; see :func:`registered`)."""
 
 
 def mechanism(key: str) -> Mechanism:
     """Look a mechanism up by key, with a message listing the keys when it is unknown."""
-    if key not in _REGISTRY:
-        raise ValueError(f"mechanism must be one of {', '.join(map(repr, _REGISTRY))}, got {key!r}")
-    return _REGISTRY[key]
+    if key not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}, got {key!r}")
+    return MECHANISMS[key]
 
 
 def linear_mechanisms() -> tuple[Mechanism, ...]:
     """The linear-memory family (a fixed-size state), in the order of the lineage."""
-    return tuple(m for m in _REGISTRY.values() if m.is_linear)
+    return tuple(m for m in MECHANISMS.values() if m.is_linear)
 
 
 def softmax_mechanisms() -> tuple[Mechanism, ...]:
     """The softmax family (a cache that grows with the context)."""
-    return tuple(m for m in _REGISTRY.values() if not m.is_linear)
+    return tuple(m for m in MECHANISMS.values() if not m.is_linear)
 
 
 def layer_kinds() -> tuple[str, ...]:
@@ -348,12 +372,12 @@ def layer_kinds() -> tuple[str, ...]:
     :mod:`lineage.hybrid` builds a layer of each; :mod:`lineage.footprints` sizes each, plus ``"gqa"``, softmax
     attention with shared key/value heads, a cache layout of the same mechanism.
     """
-    return tuple(m.layer_kind for m in _REGISTRY.values())
+    return tuple(m.layer_kind for m in MECHANISMS.values())
 
 
 def colours() -> dict[str, str]:
     """key -> colour of every mechanism."""
-    return {k: m.colour for k, m in _REGISTRY.items()}
+    return {k: m.colour for k, m in MECHANISMS.items()}
 
 
 @contextmanager
@@ -366,14 +390,12 @@ def registered(entry: Mechanism, *, replace: bool = False) -> Iterator[Mechanism
     """
     if not isinstance(entry, Mechanism):
         raise TypeError(f"entry must be a Mechanism, got {type(entry).__name__}")
-    if replace and entry.key not in _REGISTRY:
+    if replace and entry.key not in MECHANISMS:
         raise ValueError(f"replace=True needs a mechanism named {entry.key!r} in the table to replace")
-    if not replace and entry.key in _REGISTRY:
+    if not replace and entry.key in MECHANISMS:
         raise ValueError(f"a mechanism named {entry.key!r} is already in the table (pass replace=True to swap it)")
-    before = dict(_REGISTRY)
-    _REGISTRY[entry.key] = entry
+    token = _Table._EXTRA.set(MappingProxyType({**_Table._EXTRA.get(), entry.key: entry}))
     try:
         yield entry
     finally:
-        _REGISTRY.clear()
-        _REGISTRY.update(before)
+        _Table._EXTRA.reset(token)
