@@ -34,6 +34,7 @@ from tests.e2e.harness import (  # noqa: E402
     health_latencies,
     process_memory_mb,
     reset_peak_memory,
+    run_async,
     start_server,
     stop,
     visit,
@@ -50,11 +51,11 @@ async def together(*visits):
 
 
 def heavy_visitors(url: str, pid: int, n: int) -> dict:
-    asyncio.run(visit(url, "memory_lab", f"{LAB_AT_CAPS}&seed=999"))  # first-run costs are not the load's
+    run_async(visit(url, "memory_lab", f"{LAB_AT_CAPS}&seed=999"))  # first-run costs are not the load's
     baseline, _ = process_memory_mb(pid)
     reset_peak_memory(pid)
     t0 = time.monotonic()
-    runs = asyncio.run(together(*(visit(url, "memory_lab", f"{LAB_AT_CAPS}&seed={i}") for i in range(n))))
+    runs = run_async(together(*(visit(url, "memory_lab", f"{LAB_AT_CAPS}&seed={i}") for i in range(n))))
     wall = time.monotonic() - t0
     rss, peak = process_memory_mb(pid)
     waited = sum(any(a.startswith("Waiting for a free slot") for a in r.alerts) for r in runs)
@@ -72,7 +73,7 @@ def heavy_visitors(url: str, pid: int, n: int) -> dict:
 
 
 def arrivals(url: str, n: int) -> dict:
-    asyncio.run(visit(url, "kda", ""))  # cached, as the 20 sessions opening the cached /kda
+    run_async(visit(url, "kda", ""))  # cached, as the 20 sessions opening the cached /kda
     latencies: list[float] = []
     done = threading.Event()
 
@@ -84,7 +85,7 @@ def arrivals(url: str, n: int) -> dict:
     poller.start()
     t0 = time.monotonic()
     try:
-        runs = asyncio.run(together(*(visit(url, "kda", "") for _ in range(n))))
+        runs = run_async(together(*(visit(url, "kda", "") for _ in range(n))))
     finally:
         done.set()
         poller.join(timeout=30)
@@ -111,7 +112,7 @@ def flood(url: str, log: Path, seconds: float) -> dict:
             await visit(url, "live_benchmark", TINY_BUDGET, press="Run benchmark", clear_cache=True)
             presses[i] += 1
 
-    asyncio.run(together(client(0), client(1)))
+    run_async(together(client(0), client(1)))
     return {
         "seconds": seconds,
         "presses": sum(presses),

@@ -239,6 +239,15 @@ async def visit(url: str, page: str, query: str = "", *, press: str | None = Non
     return result
 
 
+def run_async(coro):
+    """``asyncio.run(coro)`` in a thread of its own: Playwright's sync API keeps an event loop in the test's thread."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def health_latencies(url: str, stop_at: float, every_s: float = 0.1) -> list[float]:
     """Seconds each /_stcore/health request took, one every ``every_s`` until ``stop_at`` (time.monotonic()); a
     request unanswered within 10 s counts as 10 s. Bounded: it ends at ``stop_at``."""

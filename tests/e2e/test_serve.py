@@ -29,6 +29,7 @@ from tests.e2e.harness import (
     health_latencies,
     process_memory_mb,
     reset_peak_memory,
+    run_async,
     visit,
 )
 from ui.caps import caps
@@ -52,10 +53,10 @@ def load_server():
 def test_heavy_runs_queue_and_memory_stays_within_the_limit(load_server):
     visitors = 4
     pid = load_server.proc.pid
-    asyncio.run(visit(load_server.url, "memory_lab", f"{LAB_AT_CAPS}&seed=99"))  # first-run costs are not the load's
+    run_async(visit(load_server.url, "memory_lab", f"{LAB_AT_CAPS}&seed=99"))  # first-run costs are not the load's
     baseline, _ = process_memory_mb(pid)
     reset_peak_memory(pid)
-    runs = asyncio.run(
+    runs = run_async(
         together(*(visit(load_server.url, "memory_lab", f"{LAB_AT_CAPS}&seed={i}") for i in range(visitors)))
     )
     _, peak = process_memory_mb(pid)
@@ -79,7 +80,7 @@ def test_the_health_check_answers_while_many_arrive(load_server):
     poller = threading.Thread(target=poll)
     poller.start()
     try:
-        runs = asyncio.run(together(*(visit(load_server.url, "kda", f"seed={i}") for i in range(arrivals))))
+        runs = run_async(together(*(visit(load_server.url, "kda", f"seed={i}") for i in range(arrivals))))
     finally:
         done.set()
         poller.join(timeout=30)
@@ -96,7 +97,7 @@ def test_clear_cache_cannot_force_benchmark_runs(load_server):
             r = await visit(load_server.url, "live_benchmark", TINY_BUDGET, press="Run benchmark", clear_cache=True)
             assert not r.exceptions and r.charts >= 2, (r.exceptions, r.alerts)
 
-    asyncio.run(together(flooding_client(), flooding_client()))
+    run_async(together(flooding_client(), flooding_client()))
     runs = log.read_text().count("lineage: measuring") - before
     assert runs == 1, f"{runs} benchmark runs for one budget within a minute"
 
