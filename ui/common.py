@@ -6,7 +6,7 @@ import inspect
 
 import streamlit as st
 
-from lineage import stages
+from lineage import stages, story
 from lineage.device import device_info
 from ui import limits, links
 from ui.caps import Caps, Cost
@@ -176,10 +176,11 @@ def caps() -> Caps:
 
 
 def size_controls(prefix: str, *, T: int = 32, K: int = 8, V: int = 8) -> tuple[int, int, int]:
-    """Sequence length and head dims of a stage page, with their caps shown beside them."""
+    """Sequence length and head dims of a stage page, with their caps shown beside them. T starts at the story's
+    length (its facts, switch and overwrite), so every T the slider offers can tell the story."""
     cap = caps()
     a, b, c = controls_row(3, caps=[cap_note("T", cap.T), cap_note("K", cap.state_dim), cap_note("V", cap.state_dim)])
-    T = capped_slider(a, "Sequence length T", 4, cap.T, T, key=f"{prefix}_T", name="T")
+    T = capped_slider(a, "Sequence length T", story.MIN_T, cap.T, T, key=f"{prefix}_T", name="T")
     K = capped_slider(b, "Key dim K (rows of the state)", 2, cap.state_dim, K, key=f"{prefix}_K", name="K")
     V = capped_slider(c, "Value dim V (columns of the state)", 2, cap.state_dim, V, key=f"{prefix}_V", name="V")
     return T, K, V

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lineage import claims, footprints, hybrid
+from lineage import claims, footprints, hybrid, story
 from lineage.story import make_story
 from tests.app.util import figures, rerun, run_page
 from ui.nav import HOME_ALIAS, PAGES, neighbours, tour
@@ -40,6 +40,18 @@ def test_linear_stage_opens_with_its_claim_and_the_story_chart(stage):
         assert frame["traces"][-1] == marker and list(frame["data"][-1]["x"]) == [t, t]
         assert any(a["text"].startswith(f"<b>Step {t}</b>") for a in frame["layout"]["annotations"])
     assert any(c.value.startswith("Checked against the reference loop") for c in at.caption)
+
+
+@pytest.mark.parametrize("stage", ["linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda"])
+def test_the_shortest_sequence_the_page_offers_still_tells_the_story(stage):
+    # the T slider starts where the story fits: its smallest value runs the story and shows the claim, no error
+    at = run_page(stage)
+    slider = at.slider(key=f"{stage}_T")
+    assert slider.min == story.MIN_T
+    slider.set_value(slider.min)
+    rerun(at)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.metric[0].value.strip() and figures(at)
 
 
 def test_deltanet_claim_follows_beta_and_says_when_it_fails():
