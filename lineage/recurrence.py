@@ -258,7 +258,7 @@ def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> t
             for A, x in zip(products, rows, strict=True):
                 _write_lower_left(A, (x.view(Z, m, 2, h, K)[:, :, 1] * into[:, :, 1]) @ left_keys, h)
         else:
-            _write_lower_left(L, into[:, :, 1] @ after[:, :, 0].mT, h)  # outer products, (Z, m, h, h)
+            _write_lower_left(L, into[:, :, 1] * after[:, :, 0].mT, h)  # outer products, (Z, m, h, h)
         # the next level's blocks join two halves: the right half decays by the left half's total as well, the
         # left half by the right half's total
         total = into[:, :, :, -1:]  # (Z, m, 2, 1, G): each half's whole decay
@@ -317,7 +317,8 @@ def _within_chunks(q, k, v, g, beta, rule: Rule):
 
     Args: q (already scaled), k [Z, C, K]; v [Z, C, V]; g [Z, C, 1|K] or None (no gate); beta [Z, C] or None.
     Returns q_dec = Q ⊙ e^G, k_dec = K ⊙ e^{G_C − G}, chunk_decay = e^{G_C} [Z, 1|K] (None without a gate),
-    A_qk [Z, C, C], and the values U [Z, C, V] and W [Z, C, K] (W is None for an additive write).
+    A_qk [Z, C, C], and the delta rule's corrected values U [Z, C, V] and W [Z, C, K] (both None for an additive
+    write, which writes V itself).
     """
     C = q.shape[-2]
     rows = (q, k) if rule == "delta" else (q,)  # A_kk only feeds the delta rule's WY/UT transform
@@ -334,7 +335,7 @@ def _within_chunks(q, k, v, g, beta, rule: Rule):
 
     # 3. the values each chunk writes: V (additive), or the WY/UT-corrected U and W (delta rule)
     if rule == "additive":
-        return q_dec, k_dec, chunk_decay, A_qk, v, None
+        return q_dec, k_dec, chunk_decay, A_qk, None, None
     U, W = ut_transform(A_kk[0], beta, v, k_from_start)
     return q_dec, k_dec, chunk_decay, A_qk, U, W
 
@@ -418,9 +419,9 @@ def chunk_memory(
     chunk = functools.partial(_by_chunk, BH=BH, N=N)
     chunk_decay = None if chunk_decay is None else chunk(chunk_decay[..., None])  # N × (BH, 1|K, 1)
     if W is None:
-        #    additive: S_{n+1} = e^{G_C} S_n + K_decᵀ V, whose second term needs no state: all chunks at once
-        u = U
-        written = k_dec.mT @ U  # (Z, K, V)
+        #    additive: u = V, and S_{n+1} = e^{G_C} S_n + K_decᵀ V, whose second term needs no state: all chunks at once
+        u = v
+        written = k_dec.mT @ v  # (Z, K, V)
         if chunk_decay is None:  # linear attention: the state is a running sum
             running = torch.cumsum(written.view(BH, N, K, V), dim=1)
             starts = torch.cat([S[:, None], S[:, None] + running[:, :-1]], dim=1)  # (BH, N, K, V)
