@@ -14,8 +14,9 @@ from lineage.device import device_info
 from lineage.lm import CONTROLS, MIXERS, LMConfig, learned_layers
 from lineage.tasks import TASK_TITLES, TASKS, TaskConfig, make_batch
 from lineage.train import TrainConfig, TrainResult
+from ui import limits
 from ui.classroom import chart, controls_row, prose
-from ui.common import device_label, run_or_stop, seed, what_to_notice
+from ui.common import BUSY_TEXT, device_label, run_or_stop, seed, what_to_notice
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "learned_memory_reference.json"
 
@@ -344,33 +345,39 @@ elif pressed:
     so_far: dict[str, tuple[list, list]] = {}  # the curves while they grow
     bar = st.progress(0.0, text=f"training on {device_label()} …")
     live = st.empty()
-    for i, mixer in enumerate(chosen):
-        so_far[mixer] = ([], [])
+    # one visitor trains at a time, and holds no page slot meanwhile: the other visitors' pages keep running
+    try:
+        with limits.PAGES.released(), limits.heavy_slot(limits.TRAINING):
+            for i, mixer in enumerate(chosen):
+                so_far[mixer] = ([], [])
 
-        def progress(step: int, loss: float, acc: float, i=i, mixer=mixer) -> None:
-            so_far[mixer][0].append(step)
-            so_far[mixer][1].append(acc)
-            bar.progress(
-                (i + step / steps) / len(chosen),
-                text=f"{plots.mixer_title(mixer)}: step {step} of {steps}, loss {loss:.3f}, accuracy {acc:.1%}",
-            )
-            with live.container():
-                chart(
-                    plots.training_curves(so_far, title="Training now", chance=task.chance),
-                    key=f"learned_memory_live_{mixer}_{step}",
-                    alt="Held-out accuracy against training step while training runs.",
+                def progress(step: int, loss: float, acc: float, i=i, mixer=mixer) -> None:
+                    so_far[mixer][0].append(step)
+                    so_far[mixer][1].append(acc)
+                    bar.progress(
+                        (i + step / steps) / len(chosen),
+                        text=f"{plots.mixer_title(mixer)}: step {step} of {steps}, loss {loss:.3f}, accuracy {acc:.1%}",
+                    )
+                    with live.container():
+                        chart(
+                            plots.training_curves(so_far, title="Training now", chance=task.chance),
+                            key=f"learned_memory_live_{mixer}_{step}",
+                            alt="Held-out accuracy against training step while training runs.",
+                        )
+
+                result, model = run_or_stop(
+                    train.train,
+                    task,
+                    replace(model_cfg, mixer=mixer),
+                    cfg,
+                    seed=seed(),
+                    progress=progress,
+                    return_model=True,
                 )
-
-        result, model = run_or_stop(
-            train.train,
-            task,
-            replace(model_cfg, mixer=mixer),
-            cfg,
-            seed=seed(),
-            progress=progress,
-            return_model=True,
-        )
-        results[mixer], models[mixer] = result, model
+                results[mixer], models[mixer] = result, model
+    except limits.ServerBusy:
+        st.error(BUSY_TEXT)
+        st.stop()
     bar.empty()
     live.empty()
     trained.clear()

@@ -31,8 +31,9 @@ class ServerBusy(RuntimeError):
 class HeavyRunLimiter:
     """A counting semaphore that also knows how many are running and waiting (to tell a waiting visitor)."""
 
-    def __init__(self, slots: int):
+    def __init__(self, slots: int, what: str = "live run"):
         self.slots = slots
+        self.what = what  # what a slot is for, in the waiting message
         self._free = threading.Semaphore(slots)
         self._count_lock = threading.Lock()
         self._counts = {"running": 0, "waiting": 0}
@@ -78,6 +79,26 @@ class HeavyRunLimiter:
             self._free.release()
 
 
+    @contextmanager
+    def released(self):
+        """Give this thread's slot back for the block, then take one again (waiting like anyone else if none is free).
+
+        For a page that spends minutes in work another limiter governs (training): holding a page slot all that time
+        would leave the other visitors' pages queued behind it."""
+        if not getattr(self._held, "yes", False):
+            yield
+            return
+        self._held.yes = False
+        self._change(running=-1)
+        self._free.release()
+        try:
+            yield
+        finally:
+            self._free.acquire()
+            self._change(running=1)
+            self._held.yes = True
+
+
 LIMITER = HeavyRunLimiter(MAX_HEAVY_RUNS)
 # Page runs, cached or not, all run Python in this one process: twenty visitors arriving together were twenty script
 # threads taking turns with the server's event loop, whose health check then went unanswered for seconds, and sixteen
@@ -87,11 +108,16 @@ LIMITER = HeavyRunLimiter(MAX_HEAVY_RUNS)
 # lab visitors at its caps, peak 1,006 / 925 / 683 MB over a resident set of about 470 MB.
 PAGE_LIMIT_ENV = "LINEAGE_PAGE_RUNS"
 MAX_PAGE_RUNS = max(1, int(os.environ.get(PAGE_LIMIT_ENV, "2")))  # 2 on the 2-core host: one per core
-PAGES = HeavyRunLimiter(MAX_PAGE_RUNS)
+PAGES = HeavyRunLimiter(MAX_PAGE_RUNS, what="page")
+# Training (the Learned memory page) holds a run for up to its seconds cap per mechanism, several mechanisms a press:
+# one visitor trains at a time, outside the page limit (PAGES.released), so a trainer never holds a page slot.
+TRAINING_ENV = "LINEAGE_TRAINING_RUNS"
+MAX_TRAINING_RUNS = max(1, int(os.environ.get(TRAINING_ENV, "1")))
+TRAINING = HeavyRunLimiter(MAX_TRAINING_RUNS, what="training run")
 
 
 def waiting_text(running: int, waiting: int, waited_s: float, *, limiter: HeavyRunLimiter = LIMITER) -> str:
-    what = "live run" if limiter is LIMITER else "page"
+    what = limiter.what
     return (
         f"Waiting for a free slot: {running} {what}{'s' if running != 1 else ''} in progress for the visitors of "
         f"this server (at most {limiter.slots} at a time, so that no visitor's run starves another's), "

@@ -488,6 +488,33 @@ def test_the_limiter_gives_up_after_its_longest_wait_and_is_reentrant():
     assert limiter.counts() == (0, 0)
 
 
+def test_a_released_slot_serves_another_thread_and_comes_back():
+    # a trainer gives its page slot back while it trains, so that the other visitors' pages are not queued behind it
+    limiter = limits.HeavyRunLimiter(1, what="page")
+
+    def another_page(max_wait_s: float) -> bool:
+        with limiter.slot(max_wait_s=max_wait_s):
+            return True
+
+    with ThreadPoolExecutor(1) as pool:
+        with limiter.slot():
+            with limiter.released():
+                assert limiter.counts() == (0, 0)
+                assert pool.submit(another_page, 0.5).result(timeout=10)  # served while the slot is given back
+            assert limiter.counts() == (1, 0)  # taken again once the block ends
+            with pytest.raises(limits.ServerBusy):
+                pool.submit(another_page, 0.3).result(timeout=10)
+        assert limiter.counts() == (0, 0)
+        with limiter.released():  # a thread that holds no slot: nothing to give back
+            assert limiter.counts() == (0, 0)
+
+
+def test_one_visitor_trains_at_a_time_and_the_wait_says_what_for():
+    assert limits.TRAINING.slots == 1 and limits.TRAINING is not limits.PAGES
+    text = limits.waiting_text(1, 2, 4.0, limiter=limits.TRAINING)
+    assert "1 training run in progress" in text and "at most 1 at a time" in text and "2 waiting" in text
+
+
 def test_a_page_whose_run_cannot_get_a_slot_says_the_server_is_busy(monkeypatch):
     monkeypatch.setattr(limits, "MAX_WAIT_S", 0.5)
     held, release = threading.Barrier(limits.LIMITER.slots + 1), threading.Event()
