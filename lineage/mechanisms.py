@@ -168,7 +168,9 @@ class Mechanism:
         return self.op(*args, **kwargs)
 
 
-# Okabe & Ito (2008), the colour-blind-safe qualitative palette (H5's issue #13 may reassign them).
+# Colours: Okabe & Ito's colour-blind-safe qualitative palette (2008), except GLA, whose Okabe–Ito yellow is too pale
+# to read as a line on white (Paul Tol's wine instead); tests/test_palette.py checks every pair under simulated
+# deuteranopia and protanopia.
 _ENTRIES = (
     Mechanism(
         key="softmax",
