@@ -78,7 +78,6 @@ class HeavyRunLimiter:
             self._change(running=-1)
             self._free.release()
 
-
     @contextmanager
     def released(self):
         """Give this thread's slot back for the block, then take one again (waiting like anyone else if none is free).
