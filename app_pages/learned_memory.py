@@ -308,7 +308,7 @@ task_key = a.selectbox("Task", TASKS, format_func=TASK_TITLES.get, key="learned_
 chosen = b.multiselect(
     "Mechanisms",
     MIXERS + CONTROLS,
-    default=["softmax", "linear_attention", "deltanet"],
+    default=list(MIXERS[:3]),  # the lineage's first three: softmax, then the additive and the delta-rule state
     format_func=plots.mixer_title,
     key="learned_memory_mixers",
 )

@@ -125,6 +125,17 @@ def _memory_and_hybrid():
     }
 
 
+def _training():
+    curves = {"deltanet": ([0, 25, 50], [0.1, 0.6, 0.95]), "identity": ([0, 25, 50], [0.1, 0.1, 0.12])}
+    sweep = {"kda": ([2.0, 4.0, 8.0], [0.99, 0.98, 0.9]), "hybrid": ([2.0, 4.0, 8.0], [0.99, 0.99, 0.97])}
+    return {
+        "training_curves": lambda: plots.training_curves(curves, title="Training", chance=0.125),
+        "accuracy_sweep": lambda: plots.accuracy_sweep(
+            sweep, x_title="pairs", title="Accuracy against pairs", chance=0.125, live={"kda": ([4.0], [0.97])}
+        ),
+    }
+
+
 def _story():
     T = 8
     states = np.cumsum(RNG.normal(size=(T, 3, 4)), axis=0)
@@ -178,20 +189,24 @@ BUILDERS = [
     "state_animation", "cache_vs_length", "per_layer_bars", "decode_time_vs_context", "bandwidth_fraction",
     "decode_bytes_animation", "bytes_by_layer_and_time", "memory_by_stage", "overwrite_vectors", "overwrite_blend",
     "capacity_curves", "topic_switch_figure", "retention_figure", "needle_curves",
-    "story_memory", "attention_story", "decode_ratio_curves", "crossover",
+    "story_memory", "attention_story", "decode_ratio_curves", "crossover", "training_curves", "accuracy_sweep",
 ]  # fmt: skip
 
 
 def test_every_builder_is_covered():
     exported = {name for name in plots.__all__ if name[0].islower()}
     helpers = {"animated_heatmaps", "animation_steps", "color_range", "format_bytes", "frame_indices", "heatmaps"}
-    helpers |= {"play_controls", "step_marker", "style"}
+    helpers |= {"play_controls", "step_marker", "style", "mixer_title"}
     assert exported - helpers == set(BUILDERS)
+
+
+def all_builders(runs) -> dict:
+    return _softmax(runs) | _linear(runs) | _gated(runs) | _memory_and_hybrid() | _lab(runs) | _story() | _training()
 
 
 @pytest.mark.parametrize("name", BUILDERS)
 def test_a_builders_figure_is_what_validation_makes_of_it(runs, name):
-    build = (_softmax(runs) | _linear(runs) | _gated(runs) | _memory_and_hybrid() | _lab(runs) | _story())[name]
+    build = all_builders(runs)[name]
     fig = build()
     spec = json.loads(pio.to_json(fig, validate=False))
     validated = go.Figure(fig.to_dict())  # raises on any property Plotly does not know or accept
@@ -202,7 +217,7 @@ def test_a_builders_figure_is_what_validation_makes_of_it(runs, name):
 def test_a_projected_figure_is_valid_too(runs, name):
     """Presenter mode's sizes (lineage.plots.present), applied while the builder builds, are all properties Plotly
     accepts."""
-    build = (_softmax(runs) | _linear(runs) | _gated(runs) | _memory_and_hybrid() | _lab(runs) | _story())[name]
+    build = all_builders(runs)[name]
     with projecting():
         fig = build()
     spec = json.loads(pio.to_json(fig, validate=False))

@@ -11,30 +11,25 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from lineage.mechanisms import MECHANISMS
 from lineage.plots.core import LEGEND_BELOW, LEGEND_BELOW_MARGIN, figure, house_layout
 from lineage.plots.palette import NEUTRAL, mechanism_line, stage_line
 
-MIXER_TITLES = {
-    "softmax": "Softmax attention",
-    "linear_attention": "Linear attention",
-    "deltanet": "DeltaNet",
-    "mamba2": "Mamba-2",
-    "gla": "GLA",
-    "gated_deltanet": "Gated DeltaNet",
-    "kda": "KDA",
-    "hybrid": "Hybrid (KDA + MLA)",
-    "identity": "No mixing (control)",
-}
+# Mixers that are not entries of the table of mechanisms: the hybrid stack and the no-mixing control.
+OTHER_MIXER_TITLES = {"hybrid": "Hybrid (KDA + MLA)", "identity": "No mixing (control)"}
 
 
 def mixer_title(mixer: str) -> str:
-    return MIXER_TITLES.get(mixer, mixer)
+    """A mixer's name on charts: the mechanism's short label from the table, or the hybrid's / the control's."""
+    if mixer in MECHANISMS:
+        return MECHANISMS[mixer].label
+    return OTHER_MIXER_TITLES.get(mixer, mixer)
 
 
 def _style(mixer: str) -> tuple[dict, dict]:
     if mixer == "hybrid":
         return stage_line("hybrid")
-    if mixer in MIXER_TITLES and mixer != "identity":
+    if mixer in MECHANISMS:
         return mechanism_line(mixer)
     return dict(color=NEUTRAL, dash="longdash", width=3.0), dict(color=NEUTRAL, symbol="x", size=8)
 
