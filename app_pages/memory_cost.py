@@ -8,6 +8,7 @@ import streamlit as st
 
 from lineage import footprints, plots
 from ui.classroom import chart, prose
+from ui.classroom import table as show_table
 from ui.common import measured_bandwidth, what_to_notice, whole_number_input
 
 SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # 1 token to 1M = 2^20
@@ -234,11 +235,13 @@ if view is not None:
     shown = {c: human_bytes for c in table.columns if "bytes" in c}
     shown |= {c: "{:.4g}".format for c in table.columns if "ms/token" in c}
     shown["released context (tokens)"] = human_tokens
-    st.dataframe(
-        table.style.format(shown, na_rep=""),
-        hide_index=True,
+    exact = {c: (lambda v: f"{int(v):,} bytes") for c in shown if "bytes" in c}  # on hover, in presenter mode
+    show_table(
+        table,
         key="memory_cost_table",
-        width="stretch",
+        formats=shown,
+        exact=exact,
+        labels=TABLE_LABELS,
         column_config={c: st.column_config.Column(label, help=TABLE_HELP.get(c)) for c, label in TABLE_LABELS.items()},
     )
     with st.expander("The same table with exact byte counts"):

@@ -7,6 +7,7 @@ import streamlit as st
 from lineage import lab, plots
 from ui.caps import capacity_cost
 from ui.classroom import cap_notes, chart, prose
+from ui.classroom import table as show_table
 from ui.common import capped_slider, caps, run_cost_note, run_or_error, seed, show_code
 
 CACHE = dict(max_entries=64, ttl=3600, show_spinner=False)
@@ -141,7 +142,7 @@ def kda_split(d_k: int, gates: dict) -> str:
 
 
 def what_this_shows(result) -> None:
-    st.dataframe(lab.table(result).style.format(precision=3), width="stretch")
+    show_table(lab.table(result), key=f"lab_table_{type(result).__name__}", index=True)
     st.info(f"**What this shows.** {lab.summary(result)}")
 
 
@@ -342,7 +343,7 @@ with overview:
     results = (r1, r2, r3, r4, r5)
     if all(r is not None for r in results):
         report = lab.LabReport(overwrite=r1, capacity=r2, topic_switch=r3, retention=r4, needle=r5)
-        st.dataframe(lab.comparison_table(report).style.format(precision=3), width="stretch")
+        show_table(lab.comparison_table(report), key="lab_comparison_table", index=True)
         st.caption(
             "One headline number per experiment, from the runs below with their current controls. Errors are "
             "‖read − value‖ for unit values: 0 is perfect, about 1 means nothing useful came back; “A kept” is how "

@@ -9,8 +9,11 @@ one-line transitions and keyboard shortcuts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import html
+import math
+from collections.abc import Callable, Mapping, Sequence
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -164,6 +167,68 @@ def chart(fig: go.Figure, *, key: str, alt: str, export_name: str | None = None)
             mime="text/html",
             key=f"{key}_export",
         )
+
+
+def html_table(
+    df: pd.DataFrame,
+    *,
+    formats: Mapping[str, Callable[[object], str]] | None = None,
+    exact: Mapping[str, Callable[[object], str]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    index: bool = False,
+) -> str:
+    """``df`` as an HTML table: cells written by ``formats`` (per column; numbers otherwise to 3 significant
+    digits, missing values blank), headers renamed by ``labels``, and every cell of a column in ``exact`` carrying
+    that exact form as its hover text. Everything is escaped; the table scrolls inside its own box if too wide."""
+    formats, exact, labels = formats or {}, exact or {}, labels or {}
+
+    def text(column: str, value) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        if column in formats:
+            return formats[column](value)
+        return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+    def cell(column: str, value, tag: str = "td") -> str:
+        shown = html.escape(text(column, value))
+        if column in exact and shown:
+            return f'<{tag} title="{html.escape(exact[column](value))}">{shown}</{tag}>'
+        return f"<{tag}>{shown}</{tag}>"
+
+    head = ([f"<th>{html.escape(str(df.index.name or ''))}</th>"] if index else []) + [
+        f"<th>{html.escape(labels.get(c, str(c)))}</th>" for c in df.columns
+    ]
+    rows = []
+    for name, row in df.iterrows():
+        first = [f"<th>{html.escape(str(name))}</th>"] if index else []
+        rows.append("<tr>" + "".join(first + [cell(c, row[c]) for c in df.columns]) + "</tr>")
+    return (
+        '<div class="lineage-table" style="overflow-x: auto"><table><thead><tr>'
+        + "".join(head)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
+
+
+def table(
+    df: pd.DataFrame,
+    *,
+    key: str,
+    formats: Mapping[str, Callable[[object], str]] | None = None,
+    exact: Mapping[str, Callable[[object], str]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    index: bool = False,
+    column_config: Mapping | None = None,
+) -> None:
+    """A table the house way. Normally Streamlit's sortable table; in presenter mode an HTML table instead, which the
+    presenter sizes reach (the sortable table is drawn on a canvas no style can enlarge), with each ``exact`` cell's
+    exact value on hover."""
+    if presenter_mode():
+        st.markdown(html_table(df, formats=formats, exact=exact, labels=labels, index=index), unsafe_allow_html=True)
+        return
+    styled = df.style.format(dict(formats or {}), na_rep="", precision=3)
+    st.dataframe(styled, hide_index=not index, key=key, width="stretch", column_config=column_config)
 
 
 def step_control(page: str, n_steps: int, *, label: str = "Step t") -> int:

@@ -3,10 +3,13 @@ one line per page, and every chart is scaled for projection. Normal mode keeps t
 
 from __future__ import annotations
 
+import re
+
+import pandas as pd
 import pytest
 
 from tests.app.util import figures, run_page
-from ui.classroom import PRESENT_KEY, PROJECTION
+from ui.classroom import PRESENT_KEY, PROJECTION, html_table
 
 INTRO = {"kv_cache": "GPT-2 without a cache", "home": "From GPT-2 (2019)"}  # each page's first narrative words
 
@@ -53,3 +56,31 @@ def test_every_chart_is_scaled_for_projection():
         for trace in fig["data"]:
             if trace.get("type") == "scatter" and "lines" in trace.get("mode", "lines"):
                 assert trace["line"]["width"] >= PROJECTION.min_line
+
+
+def test_tables_become_projector_sized_html_with_exact_bytes_on_hover():
+    # Streamlit's sortable table is a canvas that no presenter style reaches: presenter mode writes the Memory & cost
+    # table as HTML (sized by the presenter CSS), each byte count's exact value its hover text; normal mode keeps it.
+    normal = run_page("memory_cost")
+    assert len(normal.dataframe) >= 1 and not [m for m in normal.markdown if "<table" in m.value]
+    presenting = run_page("memory_cost", **{PRESENT_KEY: True})
+    tables = [m.value for m in presenting.markdown if "<table" in m.value]
+    assert len(tables) == 1  # and only the exact-counts table in its expander stays a sortable one:
+    assert len(presenting.dataframe) == len(normal.dataframe) - 1
+    hovers = re.findall(r'title="([\d,]+) bytes">([^<]+)</td>', tables[0])
+    assert hovers, "no byte count carries its exact value"
+    for exact, shown in hovers:
+        assert int(exact.replace(",", "")) >= 0 and ("B" in shown), (exact, shown)
+
+
+def test_the_memory_lab_tables_are_html_when_presenting():
+    presenting = run_page("memory_lab", **{PRESENT_KEY: True})
+    assert not presenting.dataframe
+    assert len([m for m in presenting.markdown if "<table" in m.value]) >= 2  # the overview and an experiment's
+
+
+def test_an_html_table_escapes_what_it_shows():
+    df = pd.DataFrame({"model": ["<script>x</script>"], "cache bytes": [1234567.0], "missing": [float("nan")]})
+    out = html_table(df, formats={"cache bytes": lambda v: f"{v / 1e6:.1f} MB"}, exact={"cache bytes": str})
+    assert "<script>" not in out and "&lt;script&gt;" in out
+    assert '<td title="1234567.0">1.2 MB</td>' in out and "<td></td>" in out

@@ -1,9 +1,10 @@
 """Presenter mode as a projector shows it: every page at 1920×1080 with ``?present=1``, measured in Chromium.
 
 On every page: every text Plotly draws (axis ticks and titles, legends, colour-bar ticks, annotations, heatmap cell
-numbers where shown, the animation's buttons and slider) is at least 18 px; every ``st.metric`` value at least
-48 px; no element is wider than the viewport, at 1920×1080 and at 1280×720 (an element inside a box that scrolls or
-clips on its own, like a code block, does not count: the page itself does not scroll sideways).
+numbers where shown, the animation's buttons and slider) is at least 18 px; every table cell's text too; every
+``st.metric`` value at least 48 px; no element is wider than the viewport, at 1920×1080 and at 1280×720 (an element
+inside a box that scrolls or clips on its own, like a code block, does not count: the page itself does not scroll
+sideways).
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ METRIC_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data
         if (n.textContent.trim()) sizes.push(parseFloat(getComputedStyle(n.parentElement).fontSize));
     return {value: m.innerText.trim(), px: Math.min(...sizes)};
 })"""
+
+# The drawn size of every table cell's text (HTML tables: presenter mode writes its tables that way, so that they grow).
+TABLE_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] td, [data-testid="stMain"] th')]
+    .filter(c => c.innerText.trim() && c.getBoundingClientRect().width > 0)
+    .map(c => ({px: parseFloat(getComputedStyle(c).fontSize), text: c.innerText.trim().slice(0, 30)}))"""
 
 # Elements reaching past the right edge of the window, unless a box around them clips or scrolls them within it.
 TOO_WIDE_JS = """() => {
@@ -80,6 +86,9 @@ def check_screen(page, what: str, width: int, height: int) -> None:
     assert not small, f"{what} at {width}×{height}: chart text under {MIN_CHART_TEXT_PX} px: {small[:8]}"
     if page.locator('[data-testid="stMain"] .js-plotly-plot').count():
         assert texts, f"{what}: charts drawn, but no chart text measured"
+    cells = page.evaluate(TABLE_TEXT_JS)
+    small_cells = [c for c in cells if c["px"] < MIN_CHART_TEXT_PX]
+    assert not small_cells, f"{what} at {width}×{height}: table text under {MIN_CHART_TEXT_PX} px: {small_cells[:5]}"
     metrics = page.evaluate(METRIC_JS)
     small_numbers = [m for m in metrics if not m["px"] >= PRESENTER_PX["metric"]]
     assert not small_numbers, f"{what}: key numbers under {PRESENTER_PX['metric']} px: {small_numbers}"
@@ -128,3 +137,5 @@ def test_the_checks_see_what_normal_mode_draws(watched, server):
     assert min(t["px"] for t in page.evaluate(CHART_TEXT_JS)) < MIN_CHART_TEXT_PX
     assert max(m["px"] for m in page.evaluate(METRIC_JS)) < PRESENTER_PX["metric"]
     assert_clean(watched, "/gpt2")
+    open_presenting(page, f"{server.url}/")  # the home page's lineage table, at body size
+    assert min(c["px"] for c in page.evaluate(TABLE_TEXT_JS)) < MIN_CHART_TEXT_PX
