@@ -98,6 +98,8 @@ def test_per_layer_bars():
     np.testing.assert_array_equal(st.y, state)
     assert list(kv.customdata) == kinds
     assert kv.text[3] == "1,152 bytes (1.15 kB)"
+    # ticks read as bytes with an SI prefix ("1.2GB"), not Plotly's "1.2B" for a billion
+    assert (fig.layout.yaxis.exponentformat, fig.layout.yaxis.ticksuffix) == ("SI", "B")
     with pytest.raises(ValueError, match="kinds must have 4 entries"):
         plots.per_layer_bars(kinds[:3], cache, state)
 

@@ -169,7 +169,8 @@ def per_layer_bars(
         barmode="stack",
         bargap=0.15,
         xaxis=dict(title=dict(text="layer"), dtick=1 if cache.size <= 32 else None),
-        yaxis=dict(title=dict(text="bytes")),
+        # SI prefixes with a byte suffix ("1.2GB"): Plotly's own "1.2B" means a billion but reads as bytes
+        yaxis=dict(title=dict(text="bytes"), exponentformat="SI", ticksuffix="B"),
     )
     return figure(data, layout | house_layout(title=title, height=height))
 
