@@ -9,13 +9,16 @@ heatmap, the marker and the sentence together, so no view can show two steps.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
+from lineage.plots import present
 from lineage.plots.core import (
     COLORSCALES,
+    CONTROLS_PX,
     DIVERGING,
     SEQUENTIAL,
     cell_text,
@@ -27,6 +30,9 @@ from lineage.plots.core import (
     subplot_grid,
 )
 from lineage.plots.palette import NEUTRAL, OKABE_ITO
+
+STEP_LABEL_PX = 12  # Plotly's tick font size outside presenter mode (presenter mode makes its own room)
+STEP_LABEL_ANGLE = -60  # the step labels (token names) stand at this angle under the line panels
 
 SENTENCE_Y = 1.16  # paper y of the step's sentence: above the panel titles
 QUERY_COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "bluish green", "reddish purple", "orange", "sky blue")]
@@ -46,6 +52,23 @@ def _sentence(text: str) -> dict:
         font=dict(size=16),
         name="step_sentence",
     )
+
+
+def _animated(data, layout, frames, keep, first, *, title: str, height: int, upright: Sequence[str]) -> go.Figure:
+    """What the story's animations share: Play and the step slider, hanging below the step labels that stand at
+    STEP_LABEL_ANGLE under the line panel (``upright``; none: nothing stands up), the house layout, and the legend
+    beside the line panel, on the first screen (below the rotated labels it would fall off it)."""
+    layout.update(play_controls([str(t) for t in keep], start=first))
+    reach = 0
+    if upright:  # how far below the axis the longest label reaches, at the tick size outside presenter mode
+        longest_px = max(map(len, upright)) * present.GLYPH_EM * STEP_LABEL_PX
+        reach = int(longest_px * math.sin(math.radians(-STEP_LABEL_ANGLE)))
+        for control in (*layout["updatemenus"], *layout["sliders"]):
+            control["pad"] = {**control["pad"], "t": control["pad"]["t"] + reach}
+    layout.update(house_layout(title=title, height=height))
+    layout["margin"].update(t=130 if title else 100, b=max(190, CONTROLS_PX + reach + present.CONTROLS_BELOW_PX), r=170)
+    layout["legend"] = dict(x=1.01, y=1.0, xanchor="left", yanchor="top")
+    return figure(data, layout, frames)
 
 
 def story_memory(
@@ -121,9 +144,10 @@ def story_memory(
             tickvals=list(range(T)),
             ticktext=ticks,
             range=[-0.5, T - 0.5],
-            tickangle=-60,
+            tickangle=STEP_LABEL_ANGLE,
         )
-        layout["yaxis2"].update(title=dict(text="share held"), range=[-0.25, 1.25])
+        # the panel's title names the quantity; ticks in percent keep the gap to the heatmap's colour bar clear
+        layout["yaxis2"].update(range=[-0.25, 1.25], tickvals=[0, 0.5, 1], tickformat=".0%")
         for i, (name, curve) in enumerate(held.items()):
             data.append(
                 dict(
@@ -172,12 +196,7 @@ def story_memory(
             )
         )
     layout["annotations"] = [*titles, _sentence(sentences[keep[first]])]
-    layout.update(play_controls([str(t) for t in keep], start=first))
-    layout.update(house_layout(title=title, height=height))
-    layout["margin"].update(t=130 if title else 100, b=190, r=170)
-    # beside the line panel, on the first screen (below its rotated step labels it would fall off it)
-    layout["legend"] = dict(x=1.01, y=1.0, xanchor="left", yanchor="top")
-    return figure(data, layout, frames)
+    return _animated(data, layout, frames, keep, first, title=title, height=height, upright=ticks if held else ())
 
 
 def attention_story(
@@ -224,7 +243,7 @@ def attention_story(
 
     layout = subplot_grid(["Head 0's attention, query row by row", series_title], spacing=0.14)
     titles = layout.pop("annotations", [])
-    axis = dict(tickmode="array", tickvals=list(range(T)), ticktext=ticks, tickangle=-60)
+    axis = dict(tickmode="array", tickvals=list(range(T)), ticktext=ticks, tickangle=STEP_LABEL_ANGLE)
     layout["xaxis"].update(title=dict(text="key (token)"), **axis)
     layout["yaxis"].update(title=dict(text="query (token)"), autorange="reversed", **axis | dict(tickangle=0))
     layout["xaxis2"].update(title=dict(text="step (token)"), range=[-0.5, T - 0.5], **axis)
@@ -279,12 +298,7 @@ def attention_story(
         for t in keep
     ]
     layout["annotations"] = [*titles, _sentence(sentences[keep[first]])]
-    layout.update(play_controls([str(t) for t in keep], start=first))
-    layout.update(house_layout(title=title, height=height))
-    layout["margin"].update(t=130 if title else 100, b=190, r=170)
-    # beside the line panel, on the first screen (below its rotated step labels it would fall off it)
-    layout["legend"] = dict(x=1.01, y=1.0, xanchor="left", yanchor="top")
-    return figure(data, layout, frames)
+    return _animated(data, layout, frames, keep, first, title=title, height=height, upright=ticks)
 
 
 def decode_ratio_curves(
