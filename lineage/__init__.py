@@ -7,7 +7,8 @@ Conventions, stated once for the whole package:
 * Gates are log-space: ``g: [B, H, T]`` (one scalar per head) or ``[B, H, T, K]`` (one per key channel), with
   α = exp(g) ≤ 1; ``beta: [B, H, T]`` in [0, 1].
 * Every op: ``fn(q, k, v, [g], [beta], *, scale=None, initial_state=None, output_final_state=False,
-  mode="chunk", chunk_size=64) -> (o, S_final | None)`` with ``mode`` "recurrent" | "chunk" | "parallel".
+  mode="chunk", chunk_size=None) -> (o, S_final | None)`` with ``mode`` "recurrent" | "chunk" | "parallel";
+  ``chunk_size`` None is the device's (64 on a GPU, 32 on a CPU: :func:`lineage.recurrence.default_chunk_size`).
   Inputs of any float dtype; computation in fp32 (fp64 stays fp64); ``o`` comes back in ``v``'s dtype.
 * Bad input raises ``ValueError`` / ``TypeError`` naming the argument, what was given and what is allowed.
 

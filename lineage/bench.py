@@ -1,8 +1,9 @@
 """``python -m lineage bench``: how fast each linear-memory op runs, chunked against recurrent, at every gate strength.
 
 Every op of the linear family (the mechanisms of :mod:`lineage.mechanisms` that have a write rule) is timed in its
-chunked and its recurrent form at one shape (default B=1, H=4, T=4096, K=V=64, fp32 inputs, chunks of 64). The gated ops
-are timed at several gate strengths, because the chunked form's cost can depend on how strongly the gates decay:
+chunked and its recurrent form at one shape (default B=1, H=4, T=4096, K=V=64, fp32 inputs, chunks of the device's
+default length: 32 on a CPU, 64 on a GPU, see :func:`lineage.recurrence.default_chunk_size`). The gated ops are timed
+at several gate strengths, because the chunked form's cost can depend on how strongly the gates decay:
 
     g = log σ(x) / n,  x ~ N(0, 1),  n ∈ {16, 4, 1, 0.25}     mean log-α ≈ −0.05, −0.2, −0.8, −3.2 per step
     the same at n = 1 with 5 % of positions wiped (g = −inf: the state is erased there)
@@ -26,6 +27,7 @@ The machine may be shared and noisy: compare ratios within a run, not absolute t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
@@ -39,6 +41,7 @@ import torch.nn.functional as F
 from lineage._checks import positive_int
 from lineage.device import device_info, get_device
 from lineage.mechanisms import Mechanism, linear_mechanisms
+from lineage.recurrence import default_chunk_size
 from lineage.timing import Timed, interleaved_medians, interleaved_times
 
 ProgressFn = Callable[[str], None]
@@ -54,7 +57,7 @@ class BenchConfig:
     T: int = 4096
     K: int = 64
     V: int = 64
-    chunk_size: int = 64
+    chunk_size: int | None = None  # None: the device's (lineage.recurrence.default_chunk_size), resolved by run_bench
     dtype: str = "fp32"  # of the inputs: "fp32" | "bf16" | "fp64" (ops compute bf16 in fp32, fp64 in fp64)
     threads: int = 1  # torch intra-op threads; 1 keeps a shared 2-core machine usable and the times steady
     repeats: int = 5  # chunked form: median of this many interleaved runs, after one warm-up
@@ -65,10 +68,13 @@ class BenchConfig:
     wipe_fraction: float = 0.05  # ... g = −inf at this share of positions
     matmul_repeats: int = 5  # the bmm baseline: median of this many, measured before and after the sweep
     seed: int = 0
+    chunk_default: bool = False  # set by run_bench when chunk_size was None and it took the device's
 
     def __post_init__(self):
-        for name in ("B", "H", "T", "K", "V", "chunk_size", "threads", "repeats", "recurrent_repeats"):
+        for name in ("B", "H", "T", "K", "V", "threads", "repeats", "recurrent_repeats"):
             positive_int(name, getattr(self, name))
+        if self.chunk_size is not None:
+            positive_int("chunk_size", self.chunk_size)
         positive_int("matmul_repeats", self.matmul_repeats)
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(map(repr, DTYPES))}, got {self.dtype!r}")
@@ -372,6 +378,8 @@ def run_bench(cfg: BenchConfig = BenchConfig(), progress: ProgressFn | None = No
     """
     report = progress or (lambda message: None)
     device = get_device()
+    if cfg.chunk_size is None:
+        cfg = dataclasses.replace(cfg, chunk_size=default_chunk_size(device), chunk_default=True)
     threads_before = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
     try:
@@ -473,10 +481,12 @@ def format_result(r: BenchResult) -> str:
     """The header (machine, threads, settings), the matmul baseline, one table row per cell, and the ratios."""
     c, b = r.config, r.baseline
     load = "" if r.load_average is None else f", load average {r.load_average:.1f} at start"
+    chunk_note = " (this device's default)" if c.chunk_default else ""
     lines = [
         f"device {r.device}; torch threads {c.threads} of {r.cores} cores (--threads N to change); "
         f"torch {r.torch_version}{load}; {_duration(r.wall_seconds)} in all",
-        f"B={c.B} H={c.H} T={c.T} K={c.K} V={c.V} {c.dtype}, chunk {c.chunk_size}; median of {c.repeats} (chunked) and "
+        f"B={c.B} H={c.H} T={c.T} K={c.K} V={c.V} {c.dtype}, chunk {c.chunk_size}{chunk_note}; "
+        f"median of {c.repeats} (chunked) and "
         f"{c.recurrent_repeats} (recurrent) after one warm-up, the two forms in interleaved rounds",
     ]
     if c.recurrent_T:

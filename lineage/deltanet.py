@@ -31,7 +31,7 @@ def deltanet(
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
     mode: str = "chunk",
-    chunk_size: int = 64,
+    chunk_size: int | None = None,
 ):
     """The delta rule with no forgetting gate: S_t = S_{t−1} + β_t k_t (v_t − S_{t−1}ᵀ k_t)ᵀ, o_t = S_tᵀ (scale q_t).
 

@@ -138,9 +138,10 @@ CHUNKED_DELTA: tuple[tuple[object, tuple[str, ...] | None], ...] = (
     (recurrence.ut_transform, None),
     (recurrence._within_chunks, ("# 2.", "decayed_products(", "# 3.", "U, W = ut_transform(")),
     (
-        recurrence.chunk_memory,
-        ("# 1.", "# 2.–3.", "# 4.", "u_n = torch.baddbmm", "S = torch.baddbmm(", "# 5.", "o = torch.baddbmm("),
+        recurrence._chunk_span,
+        ("# 2.–3.", "# 4.", "u_i = torch.baddbmm", "S = torch.baddbmm(", "# 5.", "o = torch.baddbmm("),
     ),
+    (recurrence.chunk_memory, ("# 1.", "# 2.–5.", "o, S = _chunk_span(")),
 )
 
 

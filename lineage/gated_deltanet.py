@@ -31,7 +31,7 @@ def gated_deltanet(
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
     mode: str = "chunk",
-    chunk_size: int = 64,
+    chunk_size: int | None = None,
 ):
     """Scalar-gated delta rule: S_t = (I − β_t k_t k_tᵀ) exp(g_t) S_{t−1} + β_t k_t v_tᵀ, o_t = S_tᵀ (scale q_t).
 

@@ -28,7 +28,7 @@ def gla(
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
     mode: str = "chunk",
-    chunk_size: int = 64,
+    chunk_size: int | None = None,
 ):
     """Per-channel gated additive memory: S_t = Diag(exp g_t) S_{t−1} + k_t v_tᵀ, o_t = S_tᵀ (scale q_t).
 

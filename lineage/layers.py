@@ -38,7 +38,7 @@ class MixerConfig:
     head_v: int = 16  # value dim V: columns of the state
     conv_size: int = 4  # short causal conv kernel (Kimi Linear: 4); cached as conv_size − 1 past inputs
     gate_rank: int = 16  # low rank of the per-channel gate / output gate projections (W↑ W↓)
-    chunk_size: int = 64  # chunk length of the chunkwise-parallel form (64 is usually fastest)
+    chunk_size: int | None = None  # chunk length of the chunked form; None: recurrence.default_chunk_size
 
 
 class ShortConv(nn.Module):
@@ -98,8 +98,10 @@ class LinearMemoryMixer(nn.Module):
         if kind not in {m.key for m in linear_mechanisms()}:
             raise ValueError(f"kind must be a linear-memory mechanism, one of {linear}, got {kind!r}")
         cfg = config or MixerConfig()
-        for name in ("d_model", "n_heads", "head_k", "head_v", "conv_size", "gate_rank", "chunk_size"):
+        for name in ("d_model", "n_heads", "head_k", "head_v", "conv_size", "gate_rank"):
             checks.positive_int(name, getattr(cfg, name))
+        if cfg.chunk_size is not None:
+            checks.positive_int("chunk_size", cfg.chunk_size)
         self.mechanism, self.cfg = mechanism(kind), cfg
         self.options = lay = self.mechanism.layer
         H, K, V, D = cfg.n_heads, cfg.head_k, cfg.head_v, cfg.d_model

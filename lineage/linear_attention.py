@@ -51,7 +51,7 @@ def linear_attention(
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
     mode: str = "chunk",
-    chunk_size: int = 64,
+    chunk_size: int | None = None,
 ):
     """Causal linear attention: o_t = S_tᵀ φ(q_t) / z_tᵀ φ(q_t) with S_t = Σ_{s≤t} φ(k_s) v_sᵀ.
 

@@ -32,7 +32,7 @@ def mamba2(
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
     mode: str = "chunk",
-    chunk_size: int = 64,
+    chunk_size: int | None = None,
 ):
     """Scalar-gated additive memory: S_t = exp(g_t) S_{t−1} + k_t v_tᵀ, o_t = S_tᵀ (scale q_t).
 
@@ -69,7 +69,7 @@ def mamba2_ssd(
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
     mode: str = "chunk",
-    chunk_size: int = 64,
+    chunk_size: int | None = None,
 ):
     """Mamba-2's SSD in its own symbols: h_t = exp(Δ_t A) h_{t−1} + B_t (Δ_t x_t)ᵀ, y_t = h_tᵀ C_t.
 

@@ -42,7 +42,20 @@ Rule = Literal["additive", "delta"]
 
 # Speed steps of the chunked form (each changes nothing but speed, and each is tested for equal results):
 INVERSE_BLOCK = 16  # unit_lower_inverse inverts blocks of up to this many rows by a triangular solve
-CPU_SLAB = 64  # on a CPU, steps 2–3 of chunk_memory run on slabs of this many chunks, whose temporaries stay in cache
+CPU_SLAB = 64  # on a CPU, chunk_memory runs spans of ~this many chunks (all heads), whose temporaries stay in cache
+
+
+def default_chunk_size(device: torch.device | str) -> int:
+    """The chunk length C of the chunked form when the caller gives none: 64 on a GPU, 32 on a CPU.
+
+    Per step the chunked form costs ≈ 2·K·V to hand the state on plus ≈ 2·C·(K + V) per product inside the chunk
+    (five for the delta rule, see ``lineage.bench.chunk_flop_model``): a shorter chunk does less work inside and
+    hands the state on more often. A GPU runs a chunk of 64 as a few tensor-core tiles (fla's kernels use 64); a CPU
+    pays for every flop, and at head size 64 a chunk of 32 is the faster (measured with ``python -m lineage bench``
+    on a 2-core CPU, 1 thread, B=1 H=4 T=4096 K=V=64: KDA 24 ms against 29 ms at C = 64, Gated DeltaNet 17 against
+    22, GLA 15 against 17, Mamba-2 10.5 against 11). Results do not depend on C beyond rounding.
+    """
+    return 32 if torch.device(device).type == "cpu" else 64
 
 
 @dataclass
@@ -340,22 +353,50 @@ def _within_chunks(q, k, v, g, beta, rule: Rule):
     return q_dec, k_dec, chunk_decay, A_qk, U, W
 
 
-def _in_slabs(fn, *xs: torch.Tensor | None, size: int, **kw) -> tuple[torch.Tensor | None, ...]:
-    """``fn(*xs, **kw)`` on slabs of at most ``size`` chunks (the leading axis), results joined along it.
-
-    A speed step only, for CPUs: steps 2–3 make a dozen temporaries per chunk, and a slab's fit in the cache while
-    all chunks' do not (for KDA at T = 4096, H = 4 the decayed products run 1.7× faster in slabs of 64).
-    """
-    Z = next(x for x in xs if x is not None).shape[0]
-    if size >= Z:
-        return fn(*xs, **kw)
-    parts = [fn(*(None if x is None else x[i : i + size] for x in xs), **kw) for i in range(0, Z, size)]
-    return tuple(None if part[0] is None else torch.cat(part) for part in zip(*parts, strict=True))
-
-
 def _by_chunk(x: torch.Tensor, BH: int, N: int) -> tuple[torch.Tensor, ...]:
-    """The N chunk slices of [B·H·N, ...] (batch-major chunks): slice n is chunk n of every head, (B·H, ...)."""
+    """The N chunk slices of [B·H·N, ...] (head-major chunks): slice n is chunk n of every head, (B·H, ...)."""
     return x.view(BH, N, *x.shape[1:]).unbind(1)
+
+
+def _chunk_span(q, k, v, g, beta, S, *, scale: float, rule: Rule):
+    """Steps 2–5 of :func:`chunk_memory` for n consecutive chunks of every head, from the state entering the first.
+
+    Args: q, k [BH, n, C, K]; v [BH, n, C, V]; g [BH, n, C, 1|K] or None (no gate); beta [BH, n, C] or None;
+    S [BH, K, V], the state before the span. Returns o [BH, n, C, V] and the state after the span's last chunk.
+    """
+    BH, n, C, K = q.shape
+    V = v.shape[-1]
+    q, k, v, g, beta = (None if x is None else x.reshape(BH * n, *x.shape[2:]) for x in (q, k, v, g, beta))
+
+    # 2.–3. inside the chunks, all of the span's at once (see _within_chunks); the read scale goes on the queries
+    q_dec, k_dec, chunk_decay, A_qk, U, W = _within_chunks(scale * q, k, v, g, beta, rule)
+
+    # 4. the hand-off between chunks, chunk-major: chunk i of every head is one (B·H, ·) slice. Each chunk's
+    #    incoming state is kept for step 5; results are collected and stacked once (plain out-of-place ops, so
+    #    autograd differentiates through them).
+    chunk = functools.partial(_by_chunk, BH=BH, N=n)
+    decays = [None] * n if chunk_decay is None else chunk(chunk_decay[..., None])  # n × (BH, 1|K, 1)
+    states = [S]
+    if W is None:
+        #    additive: u = V, and S ← e^{G_C} S + K_decᵀ V, whose second term needs no state: all chunks at once
+        u = v
+        for written_i, decay_i in zip(chunk(k_dec.mT @ v), decays, strict=True):
+            S = written_i + S if decay_i is None else torch.addcmul(written_i, decay_i, S)
+            states.append(S)
+    else:
+        #    delta rule: the corrected values u = U − W S need the incoming state, so each chunk computes them
+        corrected = []
+        for U_i, W_i, k_dec_i, decay_i in zip(chunk(U), chunk(W), chunk(k_dec), decays, strict=True):
+            u_i = torch.baddbmm(U_i, W_i, S, alpha=-1)  # U − W S                                  (BH, C, V)
+            S = torch.baddbmm(S if decay_i is None else decay_i * S, k_dec_i.mT, u_i)  # e^{G_C} S + K_decᵀ u
+            states.append(S)
+            corrected.append(u_i)
+        u = torch.stack(corrected, dim=1).view(BH * n, C, V)
+    starts = torch.stack(states[:-1], dim=1).view(BH * n, K, V)
+
+    # 5. every chunk's output at once: O = (Q ⊙ e^G) S_i + A_qk u
+    o = torch.baddbmm(A_qk @ u, q_dec, starts)
+    return o.view(BH, n, C, V), S
 
 
 def chunk_memory(
@@ -369,7 +410,7 @@ def chunk_memory(
     scale: float | None = None,
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
-    chunk_size: int = 64,
+    chunk_size: int | None = None,
     per_channel: bool | None = None,
 ):
     """Chunkwise-parallel form: matrix products inside chunks of C steps, a state hand-off between chunks.
@@ -382,67 +423,42 @@ def chunk_memory(
         O    = (Q ⊙ e^G) S + A_qk u
         S   ← e^{G_C} S + (K ⊙ e^{G_C − G})ᵀ u
 
-    Steps 2–3 (:func:`_within_chunks`) run for all chunks at once; only step 4's hand-off is a loop over chunks
-    (two small products each), and step 5 computes every output once all incoming states are known.
+    Steps 2–3 (:func:`_within_chunks`) run for many chunks at once; only step 4's hand-off is a loop over chunks
+    (two small products each), and step 5 computes the outputs of many chunks at once from their incoming states.
     Cost per chunk: ≈ 2·C·K·V for the state upkeep and ≈ 2·C²·(K + V) inside the chunk, i.e. 2LD² + 2LCD
     over a sequence of length L = T with D = K = V.
 
-    Args and returns are those of :func:`recurrent_memory` (without ``trace``), plus ``chunk_size`` ≥ 1.
-    T need not be a multiple of ``chunk_size``: the tail is padded with steps that neither decay nor write.
+    Args and returns are those of :func:`recurrent_memory` (without ``trace``), plus ``chunk_size`` ≥ 1 (None:
+    :func:`default_chunk_size` of q's device). T need not be a multiple of the chunk size: the tail is padded with
+    steps that neither decay nor write.
     """
     B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel)
-    C = checks.chunk_size(chunk_size)
+    C = default_chunk_size(q.device) if chunk_size is None else checks.chunk_size(chunk_size)
     out_dtype, gated = v.dtype, g is not None
     q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
     C = min(C, T)
     N = -(-T // C)
-    BH, Z = B * H, B * H * N
+    BH = B * H
     pad = N * C - T
     if pad:  # padded steps: k = 0 and β = 0 write nothing, g = 0 decays nothing
         q, k, v, g = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (q, k, v, g))
         beta = None if beta is None else torch.nn.functional.pad(beta, (0, pad))
 
-    # 1. split into Z = B·H·N chunks of C steps; the read scale goes on the queries once
-    q, k, v, g = (x.reshape(Z, C, x.shape[-1]) for x in (scale * q, k, v, g))  # (Z, C, ·)
-    beta = None if beta is None else beta.reshape(Z, C)
-
-    # 2.–3. inside the chunks (see _within_chunks), on a CPU slab by slab
-    slab = Z if q.device.type != "cpu" else CPU_SLAB
-    q_dec, k_dec, chunk_decay, A_qk, U, W = _in_slabs(
-        _within_chunks, q, k, v, g if gated else None, beta, size=slab, rule=rule
-    )
-
-    # 4. the hand-off between chunks, chunk-major: chunk n of every head is one (B·H, ·) slice. Each chunk's
-    #    incoming state is kept for step 5; results are collected and stacked once (plain out-of-place ops, so
-    #    autograd differentiates through them).
+    # 1. split every head's sequence into N chunks of C steps: [B·H, N, C, ·]
+    q, k, v, g = (x.reshape(BH, N, C, x.shape[-1]) for x in (q, k, v, g))
+    g = g if gated else None
+    beta = None if beta is None else beta.reshape(BH, N, C)
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
-    chunk = functools.partial(_by_chunk, BH=BH, N=N)
-    chunk_decay = None if chunk_decay is None else chunk(chunk_decay[..., None])  # N × (BH, 1|K, 1)
-    if W is None:
-        #    additive: u = V, and S_{n+1} = e^{G_C} S_n + K_decᵀ V, whose second term needs no state: all chunks at once
-        u = v
-        written = k_dec.mT @ v  # (Z, K, V)
-        if chunk_decay is None:  # linear attention: the state is a running sum
-            running = torch.cumsum(written.view(BH, N, K, V), dim=1)
-            starts = torch.cat([S[:, None], S[:, None] + running[:, :-1]], dim=1)  # (BH, N, K, V)
-            S = S + running[:, -1]
-        else:
-            states = [S]
-            for written_n, decay_n in zip(chunk(written), chunk_decay, strict=True):
-                states.append(torch.addcmul(written_n, decay_n, states[-1]))
-            starts, S = torch.stack(states[:-1], dim=1), states[-1]
-    else:
-        #    delta rule: the corrected values u = U − W S need the incoming state, so each chunk computes them
-        states, corrected = [S], []
-        for n, (U_n, W_n, k_dec_n) in enumerate(zip(chunk(U), chunk(W), chunk(k_dec), strict=True)):
-            u_n = torch.baddbmm(U_n, W_n, S, alpha=-1)  # U − W S                             (BH, C, V)
-            S = torch.baddbmm(S if chunk_decay is None else chunk_decay[n] * S, k_dec_n.mT, u_n)  # e^{G_C} S + …
-            states.append(S)
-            corrected.append(u_n)
-        starts, u = torch.stack(states[:-1], dim=1), torch.stack(corrected, dim=1).view(Z, C, V)
 
-    # 5. every chunk's output at once: O = (Q ⊙ e^G) S_n + A_qk u
-    o = torch.baddbmm(A_qk @ u, q_dec, starts.reshape(Z, K, V))
+    # 2.–5. the chunks, in spans of consecutive chunks (see _chunk_span), the state carried from span to span. One
+    #    span holds every chunk, except on a CPU: there a span of CPU_SLAB chunks keeps its temporaries in the cache
+    span = N if q.device.type != "cpu" else max(1, CPU_SLAB // BH)
+    outputs = []
+    for start in range(0, N, span):
+        part = (None if x is None else x[:, start : start + span] for x in (q, k, v, g, beta))
+        o, S = _chunk_span(*part, S, scale=scale, rule=rule)
+        outputs.append(o)
+    o = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)
     o = o.view(B, H, N * C, V)[:, :, :T]
     return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
 
@@ -500,10 +516,12 @@ def parallel_memory(
     return o.to(out_dtype), (S if output_final_state else None)
 
 
-def run_memory(q, k, v, g=None, beta=None, *, rule: Rule, mode: str = "chunk", chunk_size: int = 64, **kw):
-    """Dispatch on ``mode`` ("recurrent" | "chunk" | "parallel") with the shared contract."""
+def run_memory(q, k, v, g=None, beta=None, *, rule: Rule, mode: str = "chunk", chunk_size: int | None = None, **kw):
+    """Dispatch on ``mode`` ("recurrent" | "chunk" | "parallel") with the shared contract (``chunk_size`` None: the
+    device's default, :func:`default_chunk_size`)."""
     checks.mode(mode)
-    checks.chunk_size(chunk_size)
+    if chunk_size is not None:
+        checks.chunk_size(chunk_size)
     if mode == "recurrent":
         return recurrent_memory(q, k, v, g, beta, rule=rule, **kw)
     if mode == "parallel":

@@ -5,6 +5,7 @@ Tiny shapes throughout: these tests check what is timed and what is reported, ne
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import statistics
@@ -26,6 +27,7 @@ from lineage.bench import (
 )
 from lineage.mamba2 import mamba2
 from lineage.mechanisms import LayerOptions, Mechanism, linear_mechanisms, registered
+from lineage.recurrence import default_chunk_size
 
 TINY = BenchConfig(T=24, K=8, V=8, chunk_size=8, repeats=1, recurrent_repeats=1, matmul_repeats=1)
 TINY_ARGS = ["--T", "24", "--K", "8", "--V", "8", "--chunk-size", "8", "--repeats", "1", "--recurrent-repeats", "1"]
@@ -359,3 +361,12 @@ def test_help_states_the_expected_run_time(capsys):
         main(["bench", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "it took 41 s on a 2-core CPU" in text and "expect under a minute" in text and "--threads" in text
+
+
+def test_without_a_chunk_size_the_bench_takes_the_devices_and_says_so():
+    cfg = BenchConfig(T=24, K=8, V=8, H=1, repeats=1, recurrent_repeats=1, matmul_repeats=1, normalisers=(1,))
+    r = run_bench(cfg)
+    assert r.config.chunk_size == default_chunk_size("cpu") and r.config.chunk_default
+    assert f"chunk {default_chunk_size('cpu')} (this device's default)" in format_result(r)
+    explicit = run_bench(dataclasses.replace(cfg, chunk_size=8))
+    assert "chunk 8;" in format_result(explicit) and "default" not in format_result(explicit).splitlines()[1]
