@@ -10,20 +10,38 @@ everywhere else. Accuracy is the fraction of scored positions whose most likely 
   power law p(gap) ∝ gap^(a − 1) with Zoology's a = 0.01 (most queries close to the pairs, a few far away), and
   the model must answer with that key's value. The other positions hold a filler token (0) — Zoology's
   ``random_non_queries=False`` — so the only thing a model can use is recall. The DeltaNet (arXiv 2406.06484) and
-  Gated DeltaNet (arXiv 2412.06464) papers train on the same task.
-- **Palindrome** and **Stack** — two of the three synthetic tests of the Kimi Linear report (arXiv 2510.26692).
-  Its figure of them has three columns, (a) Palindrome, (b) MQAR, (c) Stack, each with accuracy against sequence
-  length (256–2048) and against training steps (5K–20K) for KDA, Gated DeltaNet and Mamba-2. We could not read the
-  report's own text defining the two tasks (only descriptions of that figure were reachable from here), so both
-  are implemented as the closest standard definitions, and are labelled so on the page:
+  Gated DeltaNet (arXiv 2412.06464) papers train on the same task. The Kimi Linear report (arXiv 2510.26692, §5.1)
+  uses MQAR as well and cites Zoology for it, but its worked example is laid out otherwise: all the pairs, a
+  separator, then some of the keys back to back, each scored with its value (``A 1 C 3 B 0 … <sep> B G`` → 0, 5).
+  Ours keeps Zoology's layout: no separator, every key asked once, the queries spread out by the power law.
+- **Palindrome** and **Stack** — two of the three synthetic tests of the Kimi Linear report, §5.1 "Synthetic tests"
+  (pp. 7–8), whose results are its Figure 4, panels (a) Palindrome, (b) MQAR, (c) Stack: accuracy against the
+  training length (256, 512, 1,024, 2,048 tokens) and against training steps (to 20K, at 1,024 tokens) for KDA,
+  Gated DeltaNet and Mamba-2. Its setting: 2 layers, 2 heads of dimension 128, at most 20,000 steps, the best of
+  four learning rates (5e-5, 1e-4, 5e-4, 1e-3); the figure plots *training* accuracy (the peak, against length);
+  the vocabulary, batch size and optimiser are not given in the text. Its reading: on all three tasks KDA has the
+  highest accuracy at every length, on Palindrome and MQAR it converges markedly faster than Gated DeltaNet (the
+  report credits the per-channel decay), and Mamba-2 — decay without a delta rule — fails all three. Ours against
+  the report's definitions:
 
-  * Palindrome (closest standard definition: reverse a sequence) — L random tokens, a separator, then the same
-    tokens in reverse order; every position from the separator on is scored. A model must hold all L tokens at
-    once and read them back in the opposite order to the one it stored them in.
-  * Stack (closest standard definition: track several last-in-first-out stacks) — a stream of operations on
-    ``n_stacks`` stacks, each two tokens long: ``PUSH_s x`` puts x on stack s, ``POP_s x`` takes the top value x
-    off stack s. The POP token is scored: the model must name the value on top of that stack, which depends on
-    every push and pop to it since.
+  * Palindrome — the report: random tokens, a separator, then the model must produce the same tokens in reverse
+    (its example ``O G R S U N E <sep> E N U S R G O``). Ours: the same layout, L = seq_len/2 tokens drawn
+    uniformly from 2 … V − 1, then the separator, then the reversal. One difference in scoring: we score from the
+    separator on, so the first reversed token — the one just before the separator, a one-step copy — is scored
+    as well, while the report's example marks it unscored. That is one easy position in L, so our accuracy can
+    sit up to 1/L above what the report's scoring would give. (Our sequence stops before the last reversed token,
+    which is only ever a target; the report's example feeds it and scores nothing after it — the same thing.)
+  * Stack — the report: 64 independent stacks with an ID each, and a stream of three-token operations,
+    ``<PUSH> 1 G`` (put G on stack 1) and ``<POP> 0 E``, where the model must predict E, the top of stack 0.
+    Ours: the same last-in-first-out operations on ``n_stacks`` stacks (4 by default, and on the page), each two
+    tokens long because the operation and the stack ID share one token: ``PUSH_s x`` puts x on stack s, ``POP_s x``
+    takes the top value x off stack s, and the POP token is scored — the model must name the value on top of
+    that stack, which depends on every push and pop to it since. Pushes and pops are equally likely; a pop of an
+    empty stack goes to a non-empty one instead (or becomes a push), a case the report does not describe.
+
+  Sizes differ throughout: the report trains on 256–2,048 tokens for up to 20,000 steps with heads of 128; the
+  app's runs are far smaller (on the page: at most 64 tokens, hundreds to a few thousand steps, heads of 16),
+  and it scores held-out sequences, not the training ones.
 
 Vocabulary layout: 0 is the filler token; every task keeps its own special tokens below its data tokens, so a
 sequence's answers can be recovered from the sequence itself (see :func:`answers_by_lookup`).
@@ -41,8 +59,8 @@ IGNORE = -100  # target of an unscored position (torch's cross-entropy ignore_in
 TASKS = ("mqar", "palindrome", "stack")
 TASK_TITLES = {
     "mqar": "MQAR (Zoology)",
-    "palindrome": "Palindrome (closest standard definition)",
-    "stack": "Stack (closest standard definition)",
+    "palindrome": "Palindrome (Kimi Linear §5.1)",
+    "stack": "Stack (Kimi Linear §5.1)",
 }
 ZOOLOGY_POWER_A = 0.01  # exponent of the query-gap power law in Zoology's MQAR generator
 PALINDROME_SEP = 1  # the separator between a palindrome's two halves

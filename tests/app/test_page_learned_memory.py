@@ -80,6 +80,30 @@ def test_what_the_model_learned_shows_kda_gates_beta_and_state(trained):
     assert "learned, not set" in said
 
 
+def test_the_task_picker_says_where_each_task_comes_from():
+    at = run_page("learned_memory", seed=0)
+    for task, title, source in [
+        ("mqar", "MQAR (Zoology)", "MQAR as Zoology generates it (arXiv 2312.04927, §3)"),
+        ("palindrome", "Palindrome (Kimi Linear §5.1)", "(arXiv 2510.26692, §5.1, Figure 4a)"),
+        ("stack", "Stack (Kimi Linear §5.1)", "(arXiv 2510.26692, §5.1, Figure 4c)"),
+    ]:
+        at.selectbox(key="learned_memory_task").set_value(task).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.selectbox(key="learned_memory_task").format_func(task) == title
+        notes = [c.value for c in at.caption if "arXiv" in c.value]
+        assert len(notes) == 1 and source in notes[0], (task, notes)
+
+
+def test_the_stack_note_states_the_stacks_the_page_trains_with():
+    at = run_page("learned_memory", seed=0)
+    at.selectbox(key="learned_memory_task").set_value("stack")
+    at = tiny(at, mixers=["softmax"], steps=1)
+    trained_task = at.session_state["learned_memory_trained"]["task"]
+    assert trained_task.task == "stack"
+    note = next(c.value for c in at.caption if c.value.startswith("Stack as the Kimi Linear report"))
+    assert f"{trained_task.n_stacks} stacks here against its 64" in note
+
+
 @pytest.mark.parametrize(
     "changes, message",
     [
