@@ -10,6 +10,7 @@ from lineage.equations import chunked_delta
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.scale import real_size_section
 from ui.story import checked_line, code_excerpts, equation_panel, inputs_choice, show_claim, story_chart, top_slot
 
 COMPARE_BETAS = (0.1, 0.5, 1.0)  # the write strengths drawn beside the chosen one
@@ -184,6 +185,7 @@ chart(
 )
 st.caption(f"Median wall time of several calls per chunk size, T = {sweep.T}, D = {sweep.D} ({sweep.device}).")
 
+real_size_section("deltanet")
 what_to_notice(
     [
         "Read, target, correction: the write is the difference between what the memory returns and what it "

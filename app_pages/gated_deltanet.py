@@ -9,6 +9,7 @@ from lineage.gated_deltanet import gated_deltanet
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.scale import real_size_section
 from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("gated_deltanet")
@@ -137,6 +138,7 @@ chart(
     export_name="gated_deltanet_state",
 )
 
+real_size_section("gated_deltanet")
 what_to_notice(
     [
         "With α varying, the rows of the retention map differ: an item written just before a small gate loses "

@@ -9,6 +9,7 @@ from lineage.gla import gla
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.scale import real_size_section
 from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("gla")
@@ -92,6 +93,7 @@ chart(
     export_name="gla_state",
 )
 
+real_size_section("gla")
 what_to_notice(
     [
         "Rows with a small α flicker: they show mostly the last token or two. Rows with α near 1 change slowly and "

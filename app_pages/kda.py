@@ -10,6 +10,7 @@ from lineage.kda import kda
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.scale import real_size_section
 from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("kda")
@@ -138,6 +139,7 @@ chart(
     export_name="kda_state",
 )
 
+real_size_section("kda")
 what_to_notice(
     [
         "In KDA's retention map the top rows stay bright across the whole sequence while the bottom rows go dark "

@@ -10,6 +10,7 @@ from lineage.recurrence import parallel_memory
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.scale import real_size_section
 from ui.story import checked_line, equation_panel, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("linear_attention")
@@ -112,6 +113,7 @@ chart(
     alt="Recall error of stored pairs and the norm of the state, both rising with the number of tokens.",
 )
 
+real_size_section("linear_attention")
 what_to_notice(
     [
         "The state never changes shape: the same K × (V + 1) grid at the first token and the last. That is the "

@@ -10,6 +10,7 @@ from lineage.recurrence import parallel_memory
 from lineage.story import make_story
 from ui.classroom import chart, prose, step_control, tour_nav
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.scale import real_size_section
 from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
 
 stage_header("mamba2")
@@ -151,6 +152,7 @@ st.caption(
     f"the recurrence's outputs to within {run.err_parallel:.1e} (relative), measured in the run above."
 )
 
+real_size_section("mamba2")
 what_to_notice(
     [
         "Without the gate the state keeps growing with every write. With it, ‖S_t‖ levels off: old writes fade "

@@ -2,6 +2,7 @@
 
     python scripts/measure_caps.py                 # one torch thread, as the served app runs; prints the table
     python scripts/measure_caps.py --json artifacts/caps.json
+    python scripts/measure_caps.py --scale         # only the stage pages' "At real size" runs, at this device's caps
 
 Memory is the process's peak resident set above what it held before the run (Linux: the peak, VmHWM, is reset
 through /proc/self/clear_refs before each run), so it counts torch's and numpy's buffers alike. Time is the median
@@ -26,9 +27,11 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from lineage import demo, footprints, hybrid, lab  # noqa: E402
+from lineage import demo, footprints, hybrid, lab, scale  # noqa: E402
 from lineage.device import get_device  # noqa: E402
+from lineage.mechanisms import linear_mechanisms  # noqa: E402
 from lineage.timing import repeat_times  # noqa: E402
+from ui import caps as app_caps  # noqa: E402
 
 MB = 2**20
 LIBC = ctypes.CDLL("libc.so.6")  # glibc: malloc_trim
@@ -58,6 +61,27 @@ def measure(fn, repeats: int) -> tuple[float, float]:
     return (_status_kb("VmHWM") - before) / 1024, statistics.median(times)
 
 
+def scale_runs(repeats: int) -> dict[str, dict]:
+    """Every linear-memory stage's "At real size" run at this device's caps (its largest T and head dim), and at the
+    next T up on a CPU (to show where the budget is crossed). On a GPU, the peak GPU memory of each run as well."""
+    cap, kind, device = app_caps.caps(), app_caps.device_kind(), get_device()
+    K = max(cap.scale_head_dims)
+    lengths = (cap.scale_T, 2 * cap.scale_T) if device.type == "cpu" else (cap.scale_T,)
+    results = {}
+    for T in lengths:
+        for m in linear_mechanisms():
+            run = lambda m=m, T=T: scale.run_at_scale(m.key, T, K, cap.scale_heads)  # noqa: E731
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            mb, s = measure(run, repeats)
+            name = f"real size {m.key} T={T} K=V={K} heads={cap.scale_heads} ({kind} caps, {device.type})"
+            results[name] = {"mb": round(mb, 1), "seconds": round(s, 3)}
+            if device.type == "cuda":
+                results[name]["device_mb"] = round(torch.cuda.max_memory_allocated(device) / MB, 1)
+            print(f"  {name}: {results[name]}", flush=True)
+    return results
+
+
 def capacity_grid(repeats: int) -> list[dict]:
     rows = []
     for d_k in (8, 16, 32):
@@ -84,10 +108,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--scale", action="store_true", help="only the stage pages' real-size runs")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, {args.threads} torch thread(s), load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    if args.scale:
+        results = scale_runs(args.repeats)
+        load = os.getloadavg()
+        print(f"load after: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"cpus": os.cpu_count(), "threads": args.threads, "load": load,
+                                             "runs": results}, indent=2))  # fmt: skip
+        return 0
 
     runs = {}
     for device_kind, (T, D, HD) in {"cpu": (64, 16, 16), "gpu": (64, 32, 32)}.items():

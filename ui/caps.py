@@ -20,6 +20,12 @@ Measured at the CPU caps (MB: peak above the resident set before the run; s: med
 | Memory lab capacity, d_k 32, N 96, 1 stream      | 91    | 0.43  |
 | Memory lab capacity, d_k 16, N 96, 4 streams     | 253   | 1.21  |
 | Memory lab capacity, d_k 32, N 96, 4 streams     | 342   | 1.98  |
+| At real size, T 8,192, 4 heads × 64, worst stage | 79    | 0.24  |
+
+The "At real size" rows (``scripts/measure_caps.py --scale``, nice 10, one torch thread, load average 2.0 on the
+2 CPUs): every linear-memory stage at T 8,192, 4 heads, K = V = 64; the worst memory was linear attention's 79 MB
+(its state carries the normaliser's column), the worst time KDA's 0.24 s. At T 16,384 linear attention took 153 MB,
+past the run budget; at K = V = 32, T 16,384 took at most 75 MB and 0.25 s.
 
 The Memory lab's capacity experiment is the one run whose cost the sliders can push past the budget, and its cost is
 not the old proxy (streams × N² × d_k²: d_k 16 with 4 streams has the proxy of d_k 32 with 1, and costs 2.8× the
@@ -62,6 +68,9 @@ class Caps:
     run: Cost  # what one run may cost; the Memory lab's capacity experiment is capped by this directly
     benchmark_mb: float | None  # host memory the Live benchmark may hold (bench_decode's estimate); None: its own cap
     benchmark_budgets: tuple[str, ...]  # the Live benchmark page's budgets (keys of bench_decode.BUDGETS)
+    scale_T: int  # tokens of a stage page's "At real size" run: the chunked op over the whole sequence (ui.scale)
+    scale_head_dims: tuple[int, ...]  # the K = V that run offers
+    scale_heads: int  # heads of that run
 
 
 # Why each number (and why a GPU gets what it gets):
@@ -80,6 +89,18 @@ class Caps:
 # - benchmark_mb: on a CPU the benchmark's cache is host memory. At bench_decode's own 256 MB cap the hosted start
 #   peaked at 763 MB after every page; at 150 MB, 629 MB (it took 181 MB over a 448 MB resident set); at 96 MB its
 #   peak stays under the 600 MB the hosted start is allowed. A GPU's benchmark holds GPU memory: bench_decode's cap.
+# - scale_T: the real-size run draws only summaries (at most lineage.scale.MAX_POINTS points) and the first steps of one
+#   head, so what it sends the browser does not grow with T; what grows is the run. On a CPU its memory binds first:
+#   the inputs alone are 4 × heads × T × K numbers, and the op's output and temporaries as many again. T 8,192 at
+#   K = V = 64 took at most 79 MB and 0.24 s (table above), T 16,384 took 153 MB, past the run budget. On a GPU the
+#   tensors live in GPU memory (at 65,536 × 4 heads × 128 each input is 134 MB) and the host keeps a few KB of
+#   summaries, so a GPU gets tens of thousands of tokens: 65,536. Not measured on a GPU yet (none was lent to the
+#   session that set it): scripts/measure_caps.py --scale measures these runs where CUDA is present.
+# - scale_head_dims: real layers use 64–128 (Llama-3-8B and Kimi Linear's KDA: 128, DESIGN.md's facts). A CPU pays
+#   for the state upkeep (≈ 2·T·K·V per head) in time and for every input in memory: 32 and 64 there; a GPU gets 64
+#   and 128. The first steps drawn exactly shrink with K (lineage.scale.FIRST_STEP_CELLS), so the page stays light.
+# - scale_heads: a few heads, to show that each has its own state; 4 on both (Kimi Linear has 32, which on a GPU
+#   costs only time).
 CPU_RUN = Cost(mb=150.0, seconds=1.5)
 _CPU_CAPS = Caps(
     T=64,
@@ -90,11 +111,20 @@ _CPU_CAPS = Caps(
     run=CPU_RUN,
     benchmark_mb=96.0,
     benchmark_budgets=("tiny", "standard"),
+    scale_T=8192,
+    scale_head_dims=(32, 64),
+    scale_heads=4,
 )
 DEVICE_CAPS: dict[str, Caps] = {
     "cpu": _CPU_CAPS,
     "gpu": replace(
-        _CPU_CAPS, state_dim=32, head_dim=32, benchmark_mb=None, benchmark_budgets=tuple(bench_decode.BUDGETS)
+        _CPU_CAPS,
+        state_dim=32,
+        head_dim=32,
+        benchmark_mb=None,
+        benchmark_budgets=tuple(bench_decode.BUDGETS),
+        scale_T=65536,
+        scale_head_dims=(64, 128),
     ),
 }
 DEVICE_KINDS = tuple(DEVICE_CAPS)

@@ -49,6 +49,7 @@ from lineage.plots.memory import (
     memory_by_stage,
     per_layer_bars,
 )
+from lineage.plots.scale import run_summary, state_rows_over_run
 from lineage.plots.softmax import (
     attention_growth,
     cache_traffic,
@@ -73,3 +74,4 @@ __all__ += ["recall_and_norm", "recall_by_age", "write_and_state", "attention_gr
 __all__ += ["io_bytes", "kv_cache_growth", "online_softmax", "recompute_cost"]
 __all__ += ["accuracy_sweep", "mixer_title", "training_curves"]
 __all__ += ["attention_story", "crossover", "decode_ratio_curves", "story_memory"]
+__all__ += ["run_summary", "state_rows_over_run"]
