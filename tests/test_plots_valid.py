@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from lineage import demo, lab, plots
+from lineage import demo, lab, plots, scale
 from lineage.plots.present import PROJECTION, projecting
 
 RNG = np.random.default_rng(0)
@@ -39,6 +39,7 @@ def runs():
         topic=lab.topic_switch(lab_settings, lab.TOPIC_GATES, n_a=6, n_b=4),
         retention=lab.retention(lab_settings, lab.RETENTION_GATES, n_long=2, n_short=6),
         needle=lab.needle(lab_settings, lab.RETENTION_GATES, n_fill=8),
+        scale=scale.run_at_scale("kda", 64, 4, 2, chunk_size=8, max_points=6, repeats=1),
     )
 
 
@@ -182,6 +183,16 @@ def _lab(r):
     }
 
 
+def _scale(r):
+    sc = r["scale"]
+    return {
+        "run_summary": lambda: plots.run_summary(
+            sc.segment_ends, {"a": sc.output_mean, "b": sc.output_max}, title="t", y_title="y"
+        ),
+        "state_rows_over_run": lambda: plots.state_rows_over_run(sc.segment_ends, sc.row_norms, title="t"),
+    }
+
+
 BUILDERS = [
     "attention_growth", "recompute_cost", "kv_cache_growth", "cache_traffic", "online_softmax", "io_bytes",
     "write_and_state", "delta_rule_steps", "recall_and_norm", "recall_by_age", "mixing", "chunk_schedule",
@@ -190,6 +201,7 @@ BUILDERS = [
     "decode_bytes_animation", "bytes_by_layer_and_time", "memory_by_stage", "overwrite_vectors", "overwrite_blend",
     "capacity_curves", "topic_switch_figure", "retention_figure", "needle_curves",
     "story_memory", "attention_story", "decode_ratio_curves", "crossover", "training_curves", "accuracy_sweep",
+    "run_summary", "state_rows_over_run",
 ]  # fmt: skip
 
 
@@ -201,7 +213,9 @@ def test_every_builder_is_covered():
 
 
 def all_builders(runs) -> dict:
-    return _softmax(runs) | _linear(runs) | _gated(runs) | _memory_and_hybrid() | _lab(runs) | _story() | _training()
+    return (
+        _softmax(runs) | _linear(runs) | _gated(runs) | _memory_and_hybrid() | _lab(runs) | _story() | _training()
+    ) | _scale(runs)
 
 
 @pytest.mark.parametrize("name", BUILDERS)
