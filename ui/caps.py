@@ -20,12 +20,12 @@ Measured at the CPU caps (MB: peak above the resident set before the run; s: med
 | Memory lab capacity, d_k 32, N 96, 1 stream      | 91    | 0.43  |
 | Memory lab capacity, d_k 16, N 96, 4 streams     | 253   | 1.21  |
 | Memory lab capacity, d_k 32, N 96, 4 streams     | 342   | 1.98  |
-| At real size, T 8,192, 4 heads × 64, worst stage | 79    | 0.24  |
+| At real size, T 8,192, 4 heads × 64 (worst stage) | 78    | 0.33  |
 
-The "At real size" rows (``scripts/measure_caps.py --scale``, nice 10, one torch thread, load average 2.0 on the
-2 CPUs): every linear-memory stage at T 8,192, 4 heads, K = V = 64; the worst memory was linear attention's 79 MB
-(its state carries the normaliser's column), the worst time KDA's 0.24 s. At T 16,384 linear attention took 153 MB,
-past the run budget; at K = V = 32, T 16,384 took at most 75 MB and 0.25 s.
+The "At real size" row (``scripts/measure_caps.py --scale``, nice 10, one torch thread, load average 3.3 falling to 2.8
+on the 2 CPUs): all six linear-memory stages at T 8,192, 4 heads, K = V = 64; the most memory was linear attention's
+78 MB (its state carries the normaliser's column; KDA 77 MB), the longest time KDA's 0.33 s (0.23 s in a run at load
+1.2). At the next T, 16,384, linear attention took 157 MB (170 MB at load 1.2), past the run budget.
 
 The Memory lab's capacity experiment is the one run whose cost the sliders can push past the budget, and its cost is
 not the old proxy (streams × N² × d_k²: d_k 16 with 4 streams has the proxy of d_k 32 with 1, and costs 2.8× the
@@ -92,15 +92,17 @@ class Caps:
 # - scale_T: the real-size run draws only summaries (at most lineage.scale.MAX_POINTS points) and the first steps of one
 #   head, so what it sends the browser does not grow with T; what grows is the run. On a CPU its memory binds first:
 #   the inputs alone are 4 × heads × T × K numbers, and the op's output and temporaries as many again. T 8,192 at
-#   K = V = 64 took at most 79 MB and 0.24 s (table above), T 16,384 took 153 MB, past the run budget. On a GPU the
-#   tensors live in GPU memory (at 65,536 × 4 heads × 128 each input is 134 MB) and the host keeps a few KB of
-#   summaries, so a GPU gets tens of thousands of tokens: 65,536. Not measured on a GPU yet (none was lent to the
-#   session that set it): scripts/measure_caps.py --scale measures these runs where CUDA is present.
+#   K = V = 64 took at most 78 MB and 0.33 s (table above), T 16,384 took 157 MB, past the run budget. On a GPU the
+#   tensors live in GPU memory and the host keeps a few KB of summaries, so a GPU gets tens of thousands of tokens:
+#   65,536. There each input is 134 MB (4 heads × 65,536 × 128 × 4 bytes) and the chunked form's one span of every
+#   chunk held 370–500 MB above its inputs at T 16,384 (measured on the CPU with chunk_memory's span set to all
+#   chunks, as on a GPU, C = 64): about 2.7 GB of GPU memory per run at the cap, linear in T. Not timed on a GPU yet
+#   (none was lent to the session that set it): scripts/measure_caps.py --scale measures these runs where CUDA is.
 # - scale_head_dims: real layers use 64–128 (Llama-3-8B and Kimi Linear's KDA: 128, DESIGN.md's facts). A CPU pays
 #   for the state upkeep (≈ 2·T·K·V per head) in time and for every input in memory: 32 and 64 there; a GPU gets 64
 #   and 128. The first steps drawn exactly shrink with K (lineage.scale.FIRST_STEP_CELLS), so the page stays light.
-# - scale_heads: a few heads, to show that each has its own state; 4 on both (Kimi Linear has 32, which on a GPU
-#   costs only time).
+# - scale_heads: a few heads, to show that each has its own state; 4 on both (Kimi Linear has 32: eight times the
+#   inputs and temporaries, about 22 GB at the GPU's cap by the estimate above).
 CPU_RUN = Cost(mb=150.0, seconds=1.5)
 _CPU_CAPS = Caps(
     T=64,

@@ -38,8 +38,8 @@ def real_size_section(stage_key: str) -> None:
         f"""
 The animations above draw every cell of a small state. A real layer has heads of 64 to 128 channels and reads tens
 of thousands of tokens. Here {m.label}'s own op runs in its chunked form at such sizes on this device
-({cap.scale_heads} heads, K = V up to {max(cap.scale_head_dims)}, up to {cap.scale_T:,} tokens). Inputs are drawn from
-the page's seed, not the hand-set gates above: {scale.inputs_text(stage_key)}
+({cap.scale_heads} heads, K = V up to {max(cap.scale_head_dims)}, up to {cap.scale_T:,} tokens). Its inputs are drawn
+from the page's seed, not set by the controls above: {scale.inputs_text(stage_key)}
 """
     )
     left, middle, right = controls_row(
