@@ -77,9 +77,10 @@ from the page's seed, not set by the controls above: {scale.inputs_text(stage_ke
         return
     a, b, c, d = st.columns(4)
     a.metric(
-        f"one call, {run.T:,} tokens × {run.H} heads",
+        "one call of the op",
         f"{run.seconds * 1e3:,.1f} ms",
-        help=f"Median of {run.repeats} timed call(s) of the op over the whole sequence, chunk length {run.chunk_size}.",
+        help=f"Wall time of one call over all {run.T:,} tokens and {run.H} heads (median of {run.repeats}), chunk "
+        f"length {run.chunk_size}.",
     )
     b.metric("tokens per second", f"{run.tokens_per_s:,.0f}", help="T over the wall time of one call.")
     c.metric(

@@ -58,7 +58,8 @@ def test_a_stage_page_draws_its_run_at_a_tiny_real_size():
     assert len(norms) == heads and all(len(t["x"]) == n for t in norms)
     np.testing.assert_allclose(np.asarray(norms[0]["y"], dtype=float), expected.state_norm[0], rtol=1e-6)
     labels = [m.label for m in at.metric]
-    assert any(label.startswith("one call, 256 tokens") for label in labels) and "tokens per second" in labels
+    assert "one call of the op" in labels and "tokens per second" in labels
+    assert any("256 tokens and 4 heads" in m.help for m in at.metric if m.label == "one call of the op")
     kv = next(m.value for m in at.metric if m.label == "KV cache of 256 tokens")
     assert kv == f"{heads * 256 * 64 * 4 / 1e3:.3g} kB"  # heads × T × (K + V) × 4 bytes
     said = [m.value for m in at.markdown if m.value.startswith("**What is drawn.**")]
