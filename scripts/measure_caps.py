@@ -2,7 +2,8 @@
 
     python scripts/measure_caps.py                 # one torch thread, as the served app runs; prints the table
     python scripts/measure_caps.py --json artifacts/caps.json
-    python scripts/measure_caps.py --scale         # only the stage pages' "At real size" runs, at this device's caps
+    python scripts/measure_caps.py --scale         # only the stage pages' "At real size" runs (at this device's caps;
+                                                   # on a GPU with its peak GPU memory)
 
 Memory is the process's peak resident set above what it held before the run (Linux: the peak, VmHWM, is reset
 through /proc/self/clear_refs before each run), so it counts torch's and numpy's buffers alike. Time is the median
@@ -113,14 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, {args.threads} torch thread(s), load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
+    print("the stage pages' runs at real size (ui.scale), at this device's caps:")
+    scale_results = scale_runs(args.repeats)
     if args.scale:
-        results = scale_runs(args.repeats)
         load = os.getloadavg()
         print(f"load after: {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({"cpus": os.cpu_count(), "threads": args.threads, "load": load,
-                                             "runs": results}, indent=2))  # fmt: skip
+            summary = {"cpus": os.cpu_count(), "threads": args.threads, "load": load, "runs": scale_results}
+            args.json.write_text(json.dumps(summary, indent=2))
         return 0
 
     runs = {}
@@ -161,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                     "cpus": os.cpu_count(),
                     "threads": args.threads,
                     "load": load,
-                    "runs": results,
+                    "runs": results | scale_results,
                     "capacity_grid": grid,
                     "capacity_model": model,
                 },
