@@ -20,12 +20,13 @@ Measured at the CPU caps (MB: peak above the resident set before the run; s: med
 | Memory lab capacity, d_k 32, N 96, 1 stream      | 91    | 0.43  |
 | Memory lab capacity, d_k 16, N 96, 4 streams     | 253   | 1.21  |
 | Memory lab capacity, d_k 32, N 96, 4 streams     | 342   | 1.98  |
-| At real size, T 8,192, 4 heads × 64 (worst stage) | 78    | 0.33  |
+| real size, T 8,192, 4 heads × 64 (worst stage)   | 83    | 0.33  |
 
 The "At real size" row (``scripts/measure_caps.py --scale``, nice 10, one torch thread, load average 3.3 falling to 2.8
 on the 2 CPUs): all six linear-memory stages at T 8,192, 4 heads, K = V = 64; the most memory was linear attention's
-78 MB (its state carries the normaliser's column; KDA 77 MB), the longest time KDA's 0.33 s (0.23 s in a run at load
-1.2). At the next T, 16,384, linear attention took 157 MB (170 MB at load 1.2), past the run budget.
+(its state carries the normaliser's column), 75–83 MB over four runs of the script (KDA 77 MB), the longest time
+KDA's 0.33 s (0.23 s in a run at load 1.2). At the next T, 16,384, linear attention took 157–170 MB, past the run
+budget.
 
 The Memory lab's capacity experiment is the one run whose cost the sliders can push past the budget, and its cost is
 not the old proxy (streams × N² × d_k²: d_k 16 with 4 streams has the proxy of d_k 32 with 1, and costs 2.8× the
@@ -92,7 +93,7 @@ class Caps:
 # - scale_T: the real-size run draws only summaries (at most lineage.scale.MAX_POINTS points) and the first steps of one
 #   head, so what it sends the browser does not grow with T; what grows is the run. On a CPU its memory binds first:
 #   the inputs alone are 4 × heads × T × K numbers, and the op's output and temporaries as many again. T 8,192 at
-#   K = V = 64 took at most 78 MB and 0.33 s (table above), T 16,384 took 157 MB, past the run budget. On a GPU the
+#   K = V = 64 took at most 83 MB and 0.33 s (table above), T 16,384 up to 170 MB, past the run budget. On a GPU the
 #   tensors live in GPU memory and the host keeps a few KB of summaries, so a GPU gets tens of thousands of tokens:
 #   65,536. There each input is 134 MB (4 heads × 65,536 × 128 × 4 bytes) and the chunked form's one span of every
 #   chunk held 370–500 MB above its inputs at T 16,384 (measured on the CPU with chunk_memory's span set to all
