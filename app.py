@@ -9,8 +9,8 @@ import streamlit as st
 import torch
 
 from ui import limits, links
-from ui.classroom import presenter_requested, presenter_toggle
-from ui.common import BUSY_TEXT, device_label, seed_control
+from ui.classroom import presenter_requested, presenter_setup
+from ui.common import BUSY_TEXT, SIDEBAR_DRAWN_KEY, seed_from_link, sidebar_controls
 from ui.nav import DEFAULT_PAGE, DEFAULT_URL_PATH, HOME_ALIAS, NAV_EXPANDED, PAGES, SECTIONS
 
 ROOT = Path(__file__).parent
@@ -46,14 +46,15 @@ page = st.navigation({name: pages for name, pages in sections.items() if pages},
 
 # At the top of the page: what the link or a typed value asked for that the page cannot use. Taken before any widget.
 links.link_values(st.container())
-with st.sidebar:
-    st.caption(device_label())
-    seed_control()
-    presenter_toggle()
+# The shared seed and presenter mode hold before the page runs; their controls are drawn after it (sidebar_controls)
+st.session_state[SIDEBAR_DRAWN_KEY] = False
+seed_from_link()
+presenter_setup()
 
 try:
     with limits.heavy_slot(limits.PAGES):  # at most a few page scripts at once in the process (ui.limits)
         page.run()
 except limits.ServerBusy:
     st.error(BUSY_TEXT)
+sidebar_controls()
 links.report()

@@ -6,6 +6,7 @@ It runs ``streamlit run app.py`` with the same options, after two things:
    heavy import.
 2. torch, numpy, pandas, plotly and the app's own modules are imported, and Streamlit's once-per-process first-run
    costs paid, before the server answers its health check (``ui.serving``): the first visitor does not wait for them.
+   What was imported is then frozen out of the garbage collector's walks (``ui.serving.freeze_preloaded``).
 
 ``streamlit run app.py`` starts the same app; its first visitor waits for those imports.
 """
@@ -13,7 +14,7 @@ It runs ``streamlit run app.py`` with the same options, after two things:
 import sys
 from importlib.metadata import entry_points
 
-from ui.serving import import_heavy_modules, port_problem, requested_port, warm_first_run
+from ui.serving import freeze_preloaded, import_heavy_modules, port_problem, requested_port, warm_first_run
 
 if __name__ == "__main__":
     args = sys.argv[1:]
@@ -23,6 +24,7 @@ if __name__ == "__main__":
         sys.exit(f"serve.py: {problem}")
     import_heavy_modules()
     warm_first_run()
+    freeze_preloaded()
 
     # The `streamlit` command itself, found through the console script Streamlit's package declares, in this process
     (streamlit_command,) = entry_points(group="console_scripts", name="streamlit")

@@ -16,7 +16,7 @@ from lineage.tasks import TASK_TITLES, TASKS, TaskConfig, make_batch
 from lineage.train import TrainConfig, TrainResult
 from ui import limits
 from ui.classroom import chart, controls_row, prose
-from ui.common import BUSY_TEXT, device_label, run_or_stop, seed, what_to_notice
+from ui.common import BUSY_TEXT, device_label, run_or_stop, seed, stop_page, what_to_notice
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "learned_memory_reference.json"
 
@@ -357,7 +357,7 @@ elif pressed:
         task = TaskConfig(task_key, vocab_size=model_cfg.vocab_size, seq_len=length, n_pairs=size)
     except ValueError as exc:
         st.error(f"Not trained: {exc}")
-        st.stop()
+        stop_page()
     cfg = replace(LIVE_TRAINING, max_steps=steps, max_seconds=seconds)
     results: dict[str, TrainResult] = {}
     models = {}
@@ -396,7 +396,7 @@ elif pressed:
                 results[mixer], models[mixer] = result, model
     except limits.ServerBusy:
         st.error(BUSY_TEXT)
-        st.stop()
+        stop_page()
     bar.empty()
     live.empty()
     trained.clear()

@@ -84,21 +84,30 @@ def _sync_present_param() -> None:
         del st.query_params[PRESENT_KEY]
 
 
-def presenter_toggle() -> bool:
-    """The sidebar toggle; initialised from the URL once per session, kept in the URL so links carry it."""
+def presenter_setup() -> bool:
+    """At the start of every run, before the page (app.py): presenter mode from the URL on the session's first run
+    (later the toggle's value), the projection of this run's figures, and presenter mode's style."""
     if PRESENT_KEY not in st.session_state:
         st.session_state[PRESENT_KEY] = presenter_requested()
+    st.session_state.pop(_CAPS_NOTE, None)  # a new run, a new page: a new caps note
+    # every figure this run builds (lineage.plots) comes out at projector sizes, or not
+    set_projection(PROJECTION if presenter_mode() else None)
+    if presenter_mode():
+        with st.sidebar:  # a style element only: it takes no room there
+            st.html(_PRESENTER_CSS)
+    return presenter_mode()
+
+
+def presenter_toggle() -> bool:
+    """The sidebar toggle (drawn by ``ui.common.sidebar_controls``), kept in the URL so links carry it."""
+    if PRESENT_KEY not in st.session_state:  # a page run without app.py (tests): the URL decides
+        presenter_setup()
     st.toggle(
         "Presenter mode",
         key=PRESENT_KEY,
         on_change=_sync_present_param,
         help="Large type and charts for projecting; also ?present=1 in the URL",
     )
-    st.session_state.pop(_CAPS_NOTE, None)  # called once at the start of every run (app.py): a new page, a new note
-    # every figure this run builds (lineage.plots) comes out at projector sizes, or not
-    set_projection(PROJECTION if presenter_mode() else None)
-    if presenter_mode():
-        st.html(_PRESENTER_CSS)
     return presenter_mode()
 
 
@@ -148,7 +157,7 @@ def chart(fig: go.Figure, *, key: str, alt: str, export_name: str | None = None)
     """Show a Plotly figure the house way: PNG/SVG export from the toolbar, alt text, and — for animations — a
     download of the animation as a standalone offline HTML file.
 
-    In presenter mode the figure is already at projector sizes: :func:`presenter_toggle` turns the projection of
+    In presenter mode the figure is already at projector sizes: :func:`presenter_setup` turns the projection of
     :mod:`lineage.plots.present` on for the run, and the builders apply it to their dicts as they build (scaling a
     finished figure through Plotly's property API cost ~70 ms an animation on every redraw).
     """

@@ -11,7 +11,7 @@ from lineage.device import device_info
 from ui import limits, links
 from ui.caps import Caps, Cost
 from ui.caps import caps as device_caps
-from ui.classroom import controls_row, prose
+from ui.classroom import controls_row, presenter_toggle, prose
 
 SEED_KEY = "seed"
 SEED_LINK_PROBLEM_KEY = "_seed_link_problem"  # a bad seed in the link, said until a seed is picked
@@ -19,14 +19,10 @@ DEFAULT_SEED = 0
 SEED_RANGE = (0, 2**31 - 1)  # what torch.Generator.manual_seed takes, and fits every int type on the way
 
 
-def seed_control() -> None:
-    """The shared seed in the sidebar, read from and written to the URL's ``seed`` by this code.
-
-    The number input is not bound to the URL: the value a link gives is parsed here (an integer in SEED_RANGE), so
-    a bad one is reported on the page and the default used. The input takes any number, so what a visitor types
-    reaches this code too and is checked the same way (the browser's own bounds would hold an out-of-range value on
-    screen while the page computed with the previous one).
-    """
+def seed_from_link() -> None:
+    """Before the page runs: on the session's first run the link's ``seed`` (parsed here, an integer in SEED_RANGE)
+    becomes the shared seed, or the default with a notice naming the bad value; later the control's own value holds.
+    The control itself is drawn after the page (:func:`sidebar_controls`)."""
     if SEED_KEY not in st.session_state:  # the session's first run: the link decides
         given = st.query_params.get(SEED_KEY)
         value, problem = links.whole_number(given, *SEED_RANGE) if given is not None else (DEFAULT_SEED, None)
@@ -39,6 +35,17 @@ def seed_control() -> None:
         st.session_state.pop(SEED_LINK_PROBLEM_KEY, None)
     if SEED_LINK_PROBLEM_KEY in st.session_state:
         links.notice(st.session_state[SEED_LINK_PROBLEM_KEY])
+
+
+def seed_control() -> None:
+    """The shared seed's number input, which writes the URL's ``seed``.
+
+    The number input is not bound to the URL: the value a link gives is parsed by :func:`seed_from_link`, so a bad
+    one is reported on the page and the default used. The input takes any number, so what a visitor types reaches
+    this code too and is checked the same way (the browser's own bounds would hold an out-of-range value on screen
+    while the page computed with the previous one).
+    """
+    seed_from_link()  # (already done this run when app.py called it before the page: then it changes nothing)
     # No value= here: session state holds it (a float input without bounds, so every typed number arrives here)
     typed = st.number_input("Seed (shared by all pages)", step=1.0, format="%.0f", key=SEED_KEY)
     value, problem = links.whole_number(typed, *SEED_RANGE)
@@ -154,6 +161,31 @@ def measured_bandwidth() -> tuple[float, str] | None:
 
 
 BUSY_TEXT = "The server is busy with other visitors' runs: try again in a minute."
+SIDEBAR_DRAWN_KEY = "_sidebar_drawn"  # False from the start of a run (app.py) until sidebar_controls has drawn them
+
+
+def sidebar_controls() -> None:
+    """The sidebar's controls — the device, the shared seed, presenter mode — once per run.
+
+    app.py draws them after the page, so that a visitor's first chart is not queued behind the JavaScript of the
+    sidebar's widgets (the browser fetches a widget's code when the widget arrives, from the same server as
+    plotly.js); their state is set before the page (:func:`seed_from_link`, ``classroom.presenter_setup``). A page
+    that stops early draws them first (:func:`stop_page`): Streamlit forgets the value of a widget a run leaves out.
+    """
+    if st.session_state.get(SIDEBAR_DRAWN_KEY):
+        return
+    st.session_state[SIDEBAR_DRAWN_KEY] = True
+    with st.sidebar:
+        st.caption(device_label())
+        seed_control()
+        presenter_toggle()
+
+
+def stop_page() -> None:
+    """End the page here (after an error message): the sidebar's controls and the link report, then ``st.stop()``."""
+    sidebar_controls()
+    links.report(complete=False)  # nothing can be drawn after st.stop()
+    st.stop()
 
 
 def run_or_stop(fn, *args, **kwargs):
@@ -166,8 +198,7 @@ def run_or_stop(fn, *args, **kwargs):
         st.error(f"Can't run this: {exc}")
     except limits.ServerBusy:
         st.error(BUSY_TEXT)
-    links.report(complete=False)  # nothing can be drawn after st.stop()
-    st.stop()
+    stop_page()
 
 
 def caps() -> Caps:

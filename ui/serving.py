@@ -4,6 +4,8 @@
   port says so at once instead of after ten seconds of importing torch.
 - It pays the costs Streamlit pays once per process, on the first visitor's first script run (``warm_first_run``),
   and imports what every page needs (``HEAVY_MODULES``), so the first visitor waits for neither.
+- It then freezes what it imported out of the garbage collector's sight (``freeze_preloaded``): a full collection
+  of the preloaded heap took 0.18 s, during which the server answers nobody.
 
 Streamlit's frontend loads plotly.js (a 4.7 MB chunk) only when a page's first chart arrives. Starting it earlier by
 public means (a blank chart sent first on a session's first run, removed after the page ran) was measured with
@@ -16,6 +18,7 @@ Everything here goes through public interfaces: the command line the user gave, 
 
 from __future__ import annotations
 
+import gc
 import importlib
 import inspect
 import os
@@ -91,3 +94,18 @@ def warm_first_run() -> None:
     """
     inspect.stack()
     importlib.import_module("PIL.Image")
+
+
+def freeze_preloaded() -> int:
+    """Move every object alive now — the preloaded modules', which live as long as the server — into the garbage
+    collector's permanent generation (``gc.freeze``, the standard library's tool for preloaded servers), and return
+    how many there are.
+
+    After the preload some 295,000 objects are tracked, and a full collection walks them all: 0.18 s measured (2
+    cores), on the server's one event loop, so a collection that falls while a visitor's page loads holds up the
+    plotly.js chunk and every message of that page. Frozen, they are never walked again (a full collection: under
+    1 ms). Interleaved cold starts, 5 rounds, under load: first chart 2.69 s frozen against 2.93 s not (bare app 2.52).
+    """
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()

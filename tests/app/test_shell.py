@@ -1,0 +1,56 @@
+"""The app shell (app.py): the sidebar's controls, drawn after the page, are there on every run, also after a page
+stopped early, and the seed they hold survives such a run."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.app.util import figures, run_page
+from ui import limits
+from ui.classroom import PROJECTION
+from ui.common import BUSY_TEXT
+
+SEED_LABEL = "Seed (shared by all pages)"
+
+
+def sidebar_controls(at) -> tuple[list[str], list[str]]:
+    return [n.label for n in at.sidebar.number_input], [t.label for t in at.sidebar.toggle]
+
+
+def test_every_run_draws_the_sidebar_controls_after_the_page():
+    at = run_page("kda", seed=7)
+    numbers, toggles = sidebar_controls(at)
+    assert numbers == [SEED_LABEL] and toggles == ["Presenter mode"]
+    assert at.sidebar.number_input[0].value == 7
+    assert at.get("plotly_chart")  # the page itself ran before them
+
+
+def test_a_page_that_stops_early_still_draws_them_and_keeps_the_seed(monkeypatch):
+    at = run_page("kda")
+    at.sidebar.number_input[0].set_value(5).run()
+
+    real_slot = limits.heavy_slot
+
+    def no_run_slot(limiter=limits.LIMITER):  # the page's run finds the server busy; the page slot is granted
+        if limiter is limits.LIMITER:
+            raise limits.ServerBusy()
+        return real_slot(limiter)
+
+    monkeypatch.setattr(limits, "heavy_slot", no_run_slot)
+    at.run()
+    assert [e.value for e in at.error] == [BUSY_TEXT]
+    assert not at.get("plotly_chart")  # the page stopped at its run
+    numbers, toggles = sidebar_controls(at)
+    assert numbers == [SEED_LABEL] and toggles == ["Presenter mode"]
+    monkeypatch.undo()
+    at.run()
+    assert not at.error and at.sidebar.number_input[0].value == 5  # the seed outlived the stopped run
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_presenter_mode_holds_before_the_page_runs(present):
+    at = run_page("kda", present=present)
+    assert at.sidebar.toggle[0].value is present
+    # the figures of this very run are at projector sizes, or not: set before the page built them
+    sizes = {fig["layout"]["font"]["size"] for fig in figures(at)}
+    assert sizes == {PROJECTION.text} if present else PROJECTION.text not in sizes
