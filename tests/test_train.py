@@ -18,6 +18,7 @@ from lineage.tasks import IGNORE, TaskConfig, make_batch
 from lineage.train import TrainConfig, TrainResult, sweep_points, train, training_throughput
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "learned_memory_reference.json"
+LONGER = REFERENCE.with_name("learned_memory_longer.json")  # the points the reference did not solve, given longer
 
 # The tiny MQAR of the learning test: 4 pairs, vocabulary 32, 32 tokens. Softmax attention learns it only once a
 # head attends to the previous token and a second head then looks up the token after a match (an induction head):
@@ -205,9 +206,10 @@ def test_the_command_refuses_unknown_mixers(capsys):
     assert "mixer must be one of" in capsys.readouterr().err
 
 
-def test_the_recorded_reference_is_what_the_command_produces():
+@pytest.mark.parametrize("path", [REFERENCE, LONGER], ids=["reference", "longer"])
+def test_the_recorded_reference_is_what_the_command_produces(path):
     """Re-run the first 30 steps of the recorded sweep's smallest point: the same losses come out."""
-    data = json.loads(REFERENCE.read_text())
+    data = json.loads(path.read_text())
     assert data["command"].startswith("python -m lineage train") and data["date"] and data["device"]
     runs = [TrainResult.from_dict(r) for r in data["runs"]]
     point = min(runs, key=lambda r: (r.task["seq_len"], r.task["n_pairs"], r.wall_seconds))
@@ -220,3 +222,15 @@ def test_the_recorded_reference_is_what_the_command_produces():
     pairs = zip(again.eval_step, again.eval_accuracy, strict=True)
     shared = [(acc, stored[step]) for step, acc in pairs if step in stored]
     assert shared and all(abs(a - b) <= 1 / (cfg.eval_size * point.task["n_pairs"]) + 1e-9 for a, b in shared)
+
+
+def test_the_longer_record_continues_the_reference_points_it_extends():
+    """Same model, task, seed and optimiser, only a later cap: the longer run's first steps are the reference's."""
+    short = [TrainResult.from_dict(r) for r in json.loads(REFERENCE.read_text())["runs"]]
+    longer = [TrainResult.from_dict(r) for r in json.loads(LONGER.read_text())["runs"]]
+    assert longer
+    for a in longer:
+        r = next(r for r in short if (r.model, r.task, r.seed) == (a.model, a.task, a.seed))
+        assert not r.solved and a.train["max_steps"] > r.train["max_steps"]
+        n = min(len(r.loss), len(a.loss))
+        torch.testing.assert_close(torch.tensor(a.loss[:n]), torch.tensor(r.loss[:n]), rtol=1e-4, atol=1e-5)

@@ -58,6 +58,15 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class TrainCaps:
+    """What one press of Train on the Learned memory page may ask for."""
+
+    steps: int  # training steps per mechanism
+    seconds: float  # wall seconds per mechanism
+    mechanisms: int  # mechanisms trained by one press
+
+
+@dataclass(frozen=True)
 class Caps:
     """The largest sizes the app's live runs offer on one kind of device; see :func:`caps`."""
 
@@ -72,6 +81,7 @@ class Caps:
     scale_T: int  # tokens of a stage page's "At real size" run: the chunked op over the whole sequence (ui.scale)
     scale_head_dims: tuple[int, ...]  # the K = V that run offers
     scale_heads: int  # heads of that run
+    training: TrainCaps  # the Learned memory page's live training (one visitor at a time: ui.limits.TRAINING)
 
 
 # Why each number (and why a GPU gets what it gets):
@@ -104,6 +114,11 @@ class Caps:
 #   and 128. The first steps drawn exactly shrink with K (lineage.scale.FIRST_STEP_CELLS), so the page stays light.
 # - scale_heads: a few heads, to show that each has its own state; 4 on both (Kimi Linear has 32: eight times the
 #   inputs and temporaries, about 22 GB at the GPU's cap by the estimate above).
+# - training: a training step of the Learned memory page's model (d_model 64, 2 layers, 4 heads, batch 64, 32 tokens)
+#   took 25–80 ms for softmax and 80–250 ms for KDA on the busy 2-core machine (`python -m lineage train
+#   --throughput`, 1 thread, load average 6–7). 600 steps is about what the delta-rule layers needed for 4 pairs in
+#   the recorded run (525–600); 45 s bounds what one visitor's press takes from a shared server, and binds first for
+#   the slower layers on a busy CPU. A GPU runs the same steps several times faster: 3,000 steps, 60 s, all 8 mixers.
 CPU_RUN = Cost(mb=150.0, seconds=1.5)
 _CPU_CAPS = Caps(
     T=64,
@@ -117,6 +132,7 @@ _CPU_CAPS = Caps(
     scale_T=8192,
     scale_head_dims=(32, 64),
     scale_heads=4,
+    training=TrainCaps(steps=600, seconds=45.0, mechanisms=4),
 )
 DEVICE_CAPS: dict[str, Caps] = {
     "cpu": _CPU_CAPS,
@@ -128,6 +144,7 @@ DEVICE_CAPS: dict[str, Caps] = {
         benchmark_budgets=tuple(bench_decode.BUDGETS),
         scale_T=65536,
         scale_head_dims=(64, 128),
+        training=TrainCaps(steps=3000, seconds=60.0, mechanisms=8),
     ),
 }
 DEVICE_KINDS = tuple(DEVICE_CAPS)

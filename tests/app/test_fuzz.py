@@ -42,7 +42,7 @@ DEFAULTS: dict[str, dict] = {}  # url_path -> its controls in a fresh session
 IDS = [entry.url_path for entry in PAGES]
 CHOICE_KINDS = ("select_slider", "radio", "selectbox")
 # tour_*: they switch pages. learned_memory_*: training runs for up to its own caps (tens of seconds per mechanism,
-# app_pages/learned_memory.py's TRAIN_CAPS), far past MAX_SECONDS by design; its page tests press them at small sizes.
+# ui.caps: Caps.training), far past MAX_SECONDS by design; its page tests press them at small sizes.
 # The step buttons and Run benchmark are clicked.
 NEVER_CLICK = ("tour_prev", "tour_next", "learned_memory_train", "learned_memory_rerun")
 

@@ -15,6 +15,7 @@ from tests.app.util import ROOT, figure, figures, run_page
 from ui.nav import PAGES
 
 REFERENCE = json.loads((ROOT / "data" / "learned_memory_reference.json").read_text())
+LONGER = json.loads((ROOT / "data" / "learned_memory_longer.json").read_text())
 
 
 def tiny(at, **changes):
@@ -57,6 +58,27 @@ def test_recorded_chart_is_the_reference_file_with_its_command():
         assert np.allclose(trace["x"], [n for n, _ in stored]) and np.allclose(trace["y"], [a for _, a in stored])
     caption = " ".join(c.value for c in at.caption)
     assert REFERENCE["command"] in caption and REFERENCE["date"] in caption
+
+
+def test_the_longer_record_says_what_each_short_point_did_given_more_steps():
+    at = run_page("learned_memory", seed=0)
+    said = [m.value for m in at.markdown if m.value.startswith("**Given up to")]
+    assert len(said) == 1 and LONGER["command"] in said[0]
+    longer = [training.TrainResult.from_dict(r) for r in LONGER["runs"]]
+    short = [training.TrainResult.from_dict(r) for r in REFERENCE["runs"]]
+    matched = 0
+    for a in longer:
+        r = next((r for r in short if r.model == a.model and r.task == a.task and not r.solved), None)
+        if r is None:
+            continue
+        matched += 1
+        what = (
+            f"{mixer_title(a.mixer)} with {a.task['n_pairs']} pairs in {a.task['seq_len']} tokens "
+            f"({r.accuracy:.0%} after {r.steps:,})"
+        )
+        outcome = "reached" if a.solved else "was at"
+        assert f"{what} {outcome} {a.accuracy:.0%} after {a.steps:,} steps" in said[0]
+    assert matched == len(longer)  # every longer point continues a point the short run did not solve
 
 
 def test_training_draws_one_curve_per_mechanism(trained):
