@@ -117,9 +117,9 @@ def longer_sentence(runs: list[TrainResult], longer: dict) -> str:
         for r, a in pairs:
             if a.solved == solved:
                 by.setdefault(plots.mixer_title(r.mixer), []).append(
-                    f"{r.task['n_pairs']} pairs in {r.task['seq_len']}"
+                    f"{r.task['n_pairs']} pairs in {r.task['seq_len']} tokens"
                 )
-        return " and ".join(f"{name} at {', '.join(at)} tokens" for name, at in by.items())
+        return " and ".join(f"{name} at {', '.join(at)}" for name, at in by.items())
 
     verdict = []
     if solved := points(True):
