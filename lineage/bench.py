@@ -68,7 +68,6 @@ class BenchConfig:
     wipe_fraction: float = 0.05  # ... g = −inf at this share of positions
     matmul_repeats: int = 5  # the bmm baseline: median of this many, measured before and after the sweep
     seed: int = 0
-    chunk_default: bool = False  # set by run_bench when chunk_size was None and it took the device's
 
     def __post_init__(self):
         for name in ("B", "H", "T", "K", "V", "threads", "repeats", "recurrent_repeats"):
@@ -379,7 +378,7 @@ def run_bench(cfg: BenchConfig = BenchConfig(), progress: ProgressFn | None = No
     report = progress or (lambda message: None)
     device = get_device()
     if cfg.chunk_size is None:
-        cfg = dataclasses.replace(cfg, chunk_size=default_chunk_size(device), chunk_default=True)
+        cfg = dataclasses.replace(cfg, chunk_size=default_chunk_size(device))
     threads_before = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
     try:
@@ -481,7 +480,8 @@ def format_result(r: BenchResult) -> str:
     """The header (machine, threads, settings), the matmul baseline, one table row per cell, and the ratios."""
     c, b = r.config, r.baseline
     load = "" if r.load_average is None else f", load average {r.load_average:.1f} at start"
-    chunk_note = " (this device's default)" if c.chunk_default else ""
+    device_type = r.device.split()[0]  # _device_name: the device's type, then its name in brackets
+    chunk_note = " (this device's default)" if c.chunk_size == default_chunk_size(device_type) else ""
     lines = [
         f"device {r.device}; torch threads {c.threads} of {r.cores} cores (--threads N to change); "
         f"torch {r.torch_version}{load}; {_duration(r.wall_seconds)} in all",

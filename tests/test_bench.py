@@ -366,7 +366,7 @@ def test_help_states_the_expected_run_time(capsys):
 def test_without_a_chunk_size_the_bench_takes_the_devices_and_says_so():
     cfg = BenchConfig(T=24, K=8, V=8, H=1, repeats=1, recurrent_repeats=1, matmul_repeats=1, normalisers=(1,))
     r = run_bench(cfg)
-    assert r.config.chunk_size == default_chunk_size("cpu") and r.config.chunk_default
+    assert r.config.chunk_size == default_chunk_size("cpu")
     assert f"chunk {default_chunk_size('cpu')} (this device's default)" in format_result(r)
     explicit = run_bench(dataclasses.replace(cfg, chunk_size=8))
     assert "chunk 8;" in format_result(explicit) and "default" not in format_result(explicit).splitlines()[1]
