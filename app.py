@@ -10,7 +10,7 @@ import torch
 
 from ui import limits, links
 from ui.classroom import presenter_requested, presenter_setup
-from ui.common import BUSY_TEXT, SIDEBAR_DRAWN_KEY, seed_from_link, sidebar_controls
+from ui.common import BUSY_TEXT, seed_from_link, sidebar_controls
 from ui.nav import DEFAULT_PAGE, DEFAULT_URL_PATH, HOME_ALIAS, NAV_EXPANDED, PAGES, SECTIONS
 
 ROOT = Path(__file__).parent
@@ -47,7 +47,6 @@ page = st.navigation({name: pages for name, pages in sections.items() if pages},
 # At the top of the page: what the link or a typed value asked for that the page cannot use. Taken before any widget.
 links.link_values(st.container())
 # The shared seed and presenter mode hold before the page runs; their controls are drawn after it (sidebar_controls)
-st.session_state[SIDEBAR_DRAWN_KEY] = False
 seed_from_link()
 presenter_setup()
 

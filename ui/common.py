@@ -161,20 +161,17 @@ def measured_bandwidth() -> tuple[float, str] | None:
 
 
 BUSY_TEXT = "The server is busy with other visitors' runs: try again in a minute."
-SIDEBAR_DRAWN_KEY = "_sidebar_drawn"  # False from the start of a run (app.py) until sidebar_controls has drawn them
 
 
 def sidebar_controls() -> None:
-    """The sidebar's controls — the device, the shared seed, presenter mode — once per run.
+    """The sidebar's controls — the device, the shared seed, presenter mode.
 
     app.py draws them after the page, so that a visitor's first chart is not queued behind the JavaScript of the
     sidebar's widgets (the browser fetches a widget's code when the widget arrives, from the same server as
     plotly.js); their state is set before the page (:func:`seed_from_link`, ``classroom.presenter_setup``). A page
-    that stops early draws them first (:func:`stop_page`): Streamlit forgets the value of a widget a run leaves out.
+    that stops early draws them instead, just before it stops (:func:`stop_page`): Streamlit forgets the value of a
+    widget a run leaves out. ``st.stop()`` ends the run there, so app.py's call after the page never comes too.
     """
-    if st.session_state.get(SIDEBAR_DRAWN_KEY):
-        return
-    st.session_state[SIDEBAR_DRAWN_KEY] = True
     with st.sidebar:
         st.caption(device_label())
         seed_control()
