@@ -84,7 +84,7 @@ Run = demo.StageRun | StoryTrace  # what the claims read: a page's full run, or 
 
 def trace_story(stage_key: str, story: Story, knobs: Knobs = Knobs()) -> StoryTrace:
     """Run only the reference recurrence of a stage on the story (for the comparison beside a page's own run)."""
-    from lineage.linear_attention import get_feature_map
+    from lineage.linear_attention import recurrence_inputs
     from lineage.recurrence import recurrent_memory
 
     s = stage(stage_key)
@@ -98,9 +98,7 @@ def trace_story(stage_key: str, story: Story, knobs: Knobs = Knobs()) -> StoryTr
         beta=knobs.beta if s.rule == "delta" else None,
     )
     if s.key == "linear_attention":  # as lineage.demo.run_stage: φ on q and k, the normaliser as a column of ones
-        phi = get_feature_map(knobs.feature_map)
-        q, k = phi(q), phi(k)
-        v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
+        q, k, v = recurrence_inputs(q, k, v, knobs.feature_map)
     _, _, trace = recurrent_memory(q, k, v, g, beta, rule=s.rule, trace=True)
     return StoryTrace(s.key, k[0, 0].numpy(), trace.states[0, 0])
 

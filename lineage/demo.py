@@ -145,15 +145,13 @@ def run_stage(
     ``inputs`` (q, k, v, g, beta) replaces the seeded random inputs (e.g. ``lineage.story.story_tensors``); T, K and V
     must then be its sizes.
     """
-    from lineage.linear_attention import get_feature_map
+    from lineage.linear_attention import recurrence_inputs
 
     s = stage(stage_key)
     checks.chunk_size(chunk_size)
     q, k, v, g, beta = make_inputs(stage_key, T, K, V, seed, rule) if inputs is None else inputs
     if s.key == "linear_attention":  # the state carries the normaliser as a column fed by ones
-        phi = get_feature_map(feature_map)
-        q, k = phi(q), phi(k)
-        v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
+        q, k, v = recurrence_inputs(q, k, v, feature_map)
     kw = dict(rule=s.rule, output_final_state=False)
     o_ref, _, trace = recurrent_memory(q, k, v, g, beta, trace=True, **kw)
     device = get_device()

@@ -40,6 +40,13 @@ def get_feature_map(name: str):
     return FEATURE_MAPS[name]
 
 
+def recurrence_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, feature_map: str = "elu1", normalize=True):
+    """q, k, v as :func:`linear_attention` hands them to the shared recurrence: φ(q), φ(k), and the values with a
+    column of ones after them when ``normalize`` (the state's last column then accumulates the normaliser z)."""
+    phi = get_feature_map(feature_map)
+    return phi(q), phi(k), torch.cat([v, torch.ones_like(v[..., :1])], dim=-1) if normalize else v
+
+
 def linear_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -66,20 +73,21 @@ def linear_attention(
     Returns:
         o: [B, H, T, V]; the final state (shape as initial_state) or None
     """
-    phi = get_feature_map(feature_map)
+    get_feature_map(feature_map)  # a bad name is reported before anything else
     if normalize and feature_map == "identity":
         raise ValueError("feature_map='identity' can make the normaliser zero or negative; use normalize=False")
     checks.qkv(q, k, v)
     # With the normaliser, the state carries z as an extra value column fed by ones. Numerator and normaliser both
     # grow with t: keep them in the compute dtype (fp32/fp64) until the division, or fp16 overflows (65504) after
     # some thousands of steps even though the ratio is O(1).
-    values = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1).to(checks.compute_dtype(q, k, v)) if normalize else v
+    phi_q, phi_k, values = recurrence_inputs(q, k, v, feature_map, normalize)
+    values = values.to(checks.compute_dtype(q, k, v)) if normalize else values
     if initial_state is not None:
         checks.tensor("initial_state", initial_state, rank=4)  # its shape is checked by run_memory
     with checks.values_checked():  # φ(q), φ(k) and the values are made from checked q, k, v: no second scan
         o, S = run_memory(
-            phi(q),
-            phi(k),
+            phi_q,
+            phi_k,
             values,
             rule="additive",
             scale=scale,

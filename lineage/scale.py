@@ -30,7 +30,7 @@ import torch.nn.functional as F
 
 from lineage import _checks as checks
 from lineage.device import device_info, get_device
-from lineage.linear_attention import get_feature_map
+from lineage.linear_attention import recurrence_inputs
 from lineage.mechanisms import Mechanism, mechanism
 from lineage.numerics import rel_rms
 from lineage.recurrence import default_chunk_size, recurrent_memory
@@ -165,12 +165,7 @@ def inputs_text(stage_key: str) -> str:
 def _recurrence_inputs(m: Mechanism, q, k, v):
     """q, k, v as the op hands them to the shared recurrence: the feature map on q and k, and the normaliser's column
     of ones after the values, where the stage's layer has them."""
-    if m.layer.feature_map is not None:
-        phi = get_feature_map(m.layer.feature_map)
-        q, k = phi(q), phi(k)
-    if m.layer.normalize:
-        v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
-    return q, k, v
+    return recurrence_inputs(q, k, v, m.layer.feature_map or "identity", m.layer.normalize)
 
 
 def _time_slice(x: torch.Tensor | None, start: int, end: int) -> torch.Tensor | None:
