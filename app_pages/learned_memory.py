@@ -93,11 +93,7 @@ def same_point(a: TrainResult, b: TrainResult) -> bool:
 def longer_sentence(runs: list[TrainResult], longer: dict) -> str:
     """What the points the reference run did not solve did when given longer, from the second recorded run."""
     again = [TrainResult.from_dict(r) for r in longer["runs"]]
-    pairs = [
-        (r, next(a for a in again if same_point(a, r)))
-        for r in runs
-        if not r.solved and any(same_point(a, r) for a in again)
-    ]
+    pairs = [(r, a) for r in runs if not r.solved for a in again if same_point(a, r)]
     if not pairs:
         return ""
     cap = max(a.train["max_steps"] for _, a in pairs)
