@@ -91,6 +91,14 @@ def _compact(value):
     return value
 
 
+def checked_array(name: str, x, ndim: int) -> np.ndarray:
+    """``x`` as a float64 array of ``ndim`` dimensions with at least one element; a ValueError naming ``name`` else."""
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim != ndim or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty {ndim}-D array, got shape {arr.shape}")
+    return arr
+
+
 def figure(data: Sequence[dict] = (), layout: dict | None = None, frames: Sequence[dict] = ()) -> go.Figure:
     """A ``go.Figure`` of traces and layout given as plain dicts, taken as they are.
 

@@ -19,6 +19,7 @@ from lineage.plots.core import (
     STATE_HOVER,
     Panel,
     animated_heatmaps,
+    checked_array,
     figure,
     heatmaps,
     house_layout,
@@ -27,13 +28,6 @@ from lineage.plots.core import (
 from lineage.plots.memory import PALETTE
 
 UNIT = (0.0, 1.0)  # the colour range of every gate, mask and retention map
-
-
-def _array(name: str, x, ndim: int) -> np.ndarray:
-    arr = np.asarray(x, dtype=np.float64)
-    if arr.ndim != ndim or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty {ndim}-D array, got shape {arr.shape}")
-    return arr
 
 
 def over_time(
@@ -48,7 +42,7 @@ def over_time(
     """Lines over the steps 0 … T−1, one per series (all of length T), with a dashed marker at ``step``."""
     if not series:
         raise ValueError("series must name at least one line")
-    arrays = {name: _array(f"series[{name!r}]", y, 1) for name, y in series.items()}
+    arrays = {name: checked_array(f"series[{name!r}]", y, 1) for name, y in series.items()}
     T = next(iter(arrays.values())).size
     for name, y in arrays.items():
         if y.size != T:
@@ -81,7 +75,7 @@ def over_time(
 
 def gates_by_channel(alpha: np.ndarray, *, title: str, step: int | None = None, height: int = 360) -> go.Figure:
     """Key channels × time heatmap of the decay α applied at every step: ``alpha`` [T, K]."""
-    a = _array("alpha", alpha, 2)
+    a = checked_array("alpha", alpha, 2)
     fig = heatmaps(
         [Panel("α per key channel", a.T[None], x_title="step t", y_title="key channel c", zrange=UNIT)],
         title=title,
@@ -94,7 +88,7 @@ def gates_by_channel(alpha: np.ndarray, *, title: str, step: int | None = None, 
 
 def retention_map(retention: np.ndarray, *, title: str, height: int = 420) -> go.Figure:
     """How much of the item written at step x is left t steps later: ``retention`` [T_write, T_lag] (NaN: past T)."""
-    r = _array("retention", retention, 2)
+    r = checked_array("retention", retention, 2)
     return heatmaps(
         [
             Panel(
@@ -118,7 +112,7 @@ def channel_retention(panels: Mapping[str, np.ndarray], *, title: str, height: i
         [
             Panel(
                 name,
-                _array(f"panels[{name!r}]", r, 2).T[None],
+                checked_array(f"panels[{name!r}]", r, 2).T[None],
                 x_title="lag t",
                 y_title="" if i else "key channel c",  # the rows mean the same in every panel
                 zrange=UNIT,
@@ -134,7 +128,7 @@ def decay_mask_and_attention(
     mask: np.ndarray, attention: np.ndarray, *, title: str, step: int | None = None, height: int = 440
 ) -> go.Figure:
     """The decay mask L [T, T] and the attention it induces, A = L ⊙ scale·QKᵀ [T, T]; row ``step`` outlined."""
-    m, a = _array("mask", mask, 2), _array("attention", attention, 2)
+    m, a = checked_array("mask", mask, 2), checked_array("attention", attention, 2)
     if m.shape != a.shape or m.shape[0] != m.shape[1]:
         raise ValueError(f"mask and attention must both be [T, T], got {m.shape} and {a.shape}")
     future = ~np.tri(m.shape[0], dtype=bool)  # j > i: masked out, which is not the same as "decayed to 0"
@@ -182,7 +176,7 @@ def state_animation(
     """
     if not states:
         raise ValueError("states must name at least one run")
-    arrays = {name: _array(f"states[{name!r}]", s, 3) for name, s in states.items()}
+    arrays = {name: checked_array(f"states[{name!r}]", s, 3) for name, s in states.items()}
     T, K = next(iter(arrays.values())).shape[:2]
     for name, s in arrays.items():
         if s.shape[:2] != (T, K):
@@ -202,7 +196,7 @@ def state_animation(
         for i, (name, s) in enumerate(arrays.items())
     ]
     if gate is not None:
-        g = _array("gate", gate, 2)
+        g = checked_array("gate", gate, 2)
         if g.shape != (T, K):
             raise ValueError(f"gate must be [T={T}, K={K}], got {g.shape}")
         panels.insert(0, Panel("α_t", g[:, :, None], y_title="key row", zrange=UNIT, x_labels=["α"], width=0.2))

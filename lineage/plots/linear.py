@@ -19,6 +19,7 @@ from lineage.plots.core import (
     animated_heatmaps,
     animation_steps,
     axis_refs,
+    checked_array,
     figure,
     heatmaps,
     house_layout,
@@ -29,13 +30,6 @@ from lineage.plots.memory import PALETTE
 from lineage.plots.palette import mechanism_line
 
 SETTING_DASHES = ("dot", "dash", "longdash", "dashdot")  # lines of one mechanism at several settings
-
-
-def _array(name: str, x, ndim: int) -> np.ndarray:
-    arr = np.asarray(x, dtype=np.float64)
-    if arr.ndim != ndim or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty {ndim}-D array, got shape {arr.shape}")
-    return arr
 
 
 def _symmetric(*arrays: np.ndarray) -> tuple[float, float]:
@@ -64,7 +58,7 @@ def write_and_state(
         states: [T, K, V] the state after each step.
         value_labels: names of the V value columns (e.g. v0 … v7 and z for linear attention's normaliser).
     """
-    k, u, S = _array("k", k, 2), _array("written", written, 2), _array("states", states, 3)
+    k, u, S = checked_array("k", k, 2), checked_array("written", written, 2), checked_array("states", states, 3)
     T, K, V = S.shape
     if k.shape != (T, K) or u.shape != (T, V):
         raise ValueError(f"k must be [T, K] = {(T, K)} and written [T, V] = {(T, V)}, got {k.shape}, {u.shape}")
@@ -103,9 +97,9 @@ def delta_rule_steps(
         k: [T, K] unit keys. read: [T, V] S'ᵀ k_t before the write. target: [T, V] v_t.
         written: [T, V] δ_t = β_t (v_t − read). states: [T, K, V] S_t.
     """
-    k, S = _array("k", k, 2), _array("states", states, 3)
+    k, S = checked_array("k", k, 2), checked_array("states", states, 3)
     T, K, V = S.shape
-    vecs = [_array(name, x, 2) for name, x in (("read", read), ("target", target), ("written", written))]
+    vecs = [checked_array(name, x, 2) for name, x in (("read", read), ("target", target), ("written", written))]
     if k.shape != (T, K) or any(x.shape != (T, V) for x in vecs):
         raise ValueError(f"k must be [T, K] = {(T, K)} and read, target, written [T, V] = {(T, V)}")
     steps, first = animation_steps(T, start)
@@ -151,7 +145,7 @@ def recall_and_norm(
     error: np.ndarray, state_norm: np.ndarray, *, step: int | None = None, title: str = "", height: int = 360
 ) -> go.Figure:
     """Left: mean error reading back every pair stored so far. Right: the state's size ‖S_t‖. Both against t."""
-    e, n = _array("error", error, 1), _array("state_norm", state_norm, 1)
+    e, n = checked_array("error", error, 1), checked_array("state_norm", state_norm, 1)
     if e.size != n.size:
         raise ValueError(f"error and state_norm must both be [T], got {e.size} and {n.size}")
     data = [
@@ -201,7 +195,7 @@ def recall_by_age(
     dashes = iter(SETTING_DASHES * len(curves))
     data = []
     for i, (name, y) in enumerate(curves.items()):
-        y = _array(f"curves[{name!r}]", y, 1)
+        y = checked_array(f"curves[{name!r}]", y, 1)
         bold = name == emphasis
         if name in mechanisms:
             line, marker = mechanism_line(mechanisms[name], width=4 if bold else 2)
@@ -234,7 +228,7 @@ def recall_by_age(
 
 def mixing(A: np.ndarray, *, title: str = "", height: int = 440) -> go.Figure:
     """The T×T matrix of o_t = Σ_j A_tj v_j: the parallel form as masked attention (blank above the diagonal)."""
-    a = _array("A", A, 2)
+    a = checked_array("A", A, 2)
     if a.shape[0] != a.shape[1]:
         raise ValueError(f"A must be square [T, T], got {a.shape}")
     masked = np.where(np.tri(a.shape[0], dtype=bool), a, np.nan)  # j > t: the causal mask, not a zero weight
@@ -252,7 +246,7 @@ def chunk_schedule(
         A: [T, T] with o = A v (from :func:`lineage.demo.mixing_matrix`). chunk_size: C ≥ 1.
         start: the chunk shown first (default the last).
     """
-    a = _array("A", A, 2)
+    a = checked_array("A", A, 2)
     T = a.shape[0]
     if a.shape != (T, T):
         raise ValueError(f"A must be square [T, T], got {a.shape}")
@@ -288,8 +282,8 @@ def chunk_timing(
     height: int = 380,
 ) -> go.Figure:
     """Measured time of the chunked form against chunk size C (left axis) beside the FLOP model (right axis)."""
-    c, t = _array("chunk_sizes", chunk_sizes, 1), _array("seconds", seconds, 1)
-    f = _array("model_flops", model_flops, 1)
+    c, t = checked_array("chunk_sizes", chunk_sizes, 1), checked_array("seconds", seconds, 1)
+    f = checked_array("model_flops", model_flops, 1)
     if not c.size == t.size == f.size:
         raise ValueError(f"chunk_sizes, seconds, model_flops need one entry per size, got {c.size}, {t.size}, {f.size}")
     sizes = [str(int(x)) for x in c]

@@ -18,6 +18,7 @@ from lineage.plots.core import (
     animated_heatmaps,
     animation_steps,
     axis_refs,
+    checked_array,
     figure,
     house_layout,
     step_marker,
@@ -27,13 +28,6 @@ from lineage.plots.memory import PALETTE, format_bytes
 
 UNIT = (0.0, 1.0)  # attention weights
 RECOMPUTE, CACHED = "without a cache (GPT-2 recompute)", "with a KV cache"
-
-
-def _matrix(name: str, x, ndim: int) -> np.ndarray:
-    arr = np.asarray(x, dtype=np.float64)
-    if arr.ndim != ndim or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty {ndim}-D array, got shape {arr.shape}")
-    return arr
 
 
 def _grown(full: np.ndarray, steps: np.ndarray, axis: int) -> np.ndarray:
@@ -55,7 +49,7 @@ def attention_growth(attn: np.ndarray, *, start: int | None = None, title: str =
 
     Frame t shows rows 0 … t: everything GPT-2 without a cache computes again to produce token t.
     """
-    a = _matrix("attn", attn, 2)
+    a = checked_array("attn", attn, 2)
     T = a.shape[0]
     if a.shape != (T, T):
         raise ValueError(f"attn must be square [T, T], got {a.shape}")
@@ -89,7 +83,7 @@ def recompute_cost(
         flops: (recompute, cached), each [T], of one attention layer.
         step: 0-based step to mark.
     """
-    n = _matrix("position", position, 1)
+    n = checked_array("position", position, 1)
     data = []
     for col, series in enumerate((rows, flops)):
         for i, (name, y) in enumerate(zip((RECOMPUTE, CACHED), series, strict=True)):
@@ -97,7 +91,7 @@ def recompute_cost(
                 dict(
                     type="scatter",
                     x=n,
-                    y=_matrix(name, y, 1),
+                    y=checked_array(name, y, 1),
                     name=name,
                     legendgroup=name,
                     showlegend=col == 0,
@@ -135,7 +129,7 @@ def kv_cache_growth(
         keys: [T, K], values: [T, V] of one head (columns of the panels are positions).
         attn: [T, T]; row t is query t's attention over the t + 1 cached positions (frame t adds that row).
     """
-    k, v, a = _matrix("keys", keys, 2), _matrix("values", values, 2), _matrix("attn", attn, 2)
+    k, v, a = checked_array("keys", keys, 2), checked_array("values", values, 2), checked_array("attn", attn, 2)
     T = k.shape[0]
     if v.shape[0] != T or a.shape != (T, T):
         raise ValueError(f"keys [T, K], values [T, V], attn [T, T] must share T, got {k.shape}, {v.shape}, {a.shape}")
@@ -163,7 +157,7 @@ def cache_traffic(cache_bytes: np.ndarray, *, step: int | None = None, title: st
     Args:
         cache_bytes: [T] KVCache.nbytes after each step (0-based steps).
     """
-    held = _matrix("cache_bytes", cache_bytes, 1)
+    held = checked_array("cache_bytes", cache_bytes, 1)
     steps = np.arange(held.size)
     data = [
         dict(
@@ -225,7 +219,7 @@ def online_softmax(
         block_size: rows (and keys) per block.
         start: the step (tile) shown first; default the last.
     """
-    s = _matrix("scores", scores, 2)
+    s = checked_array("scores", scores, 2)
     T = s.shape[0]
     n = len(q_block)
     if len(k_block) != n or np.shape(m_steps)[0] != n or np.shape(l_steps)[0] != n:
@@ -253,13 +247,13 @@ def io_bytes(
     seq_lens: np.ndarray, standard: np.ndarray, tiled: np.ndarray, *, title: str = "", height: int = 380
 ) -> go.Figure:
     """Slow-memory bytes of standard and tiled attention for one head against sequence length (log-log)."""
-    x = _matrix("seq_lens", seq_lens, 1)
+    x = checked_array("seq_lens", seq_lens, 1)
     data = []
     for name, y, color in (
         ("standard: S and P go through slow memory", standard, PALETTE[4]),
         ("tiled (FlashAttention): only Q, K, V and O do", tiled, PALETTE[2]),
     ):
-        y = _matrix(name, y, 1)
+        y = checked_array(name, y, 1)
         data.append(
             dict(
                 type="scatter",
