@@ -45,7 +45,8 @@ def seed_control() -> None:
     this code too and is checked the same way (the browser's own bounds would hold an out-of-range value on screen
     while the page computed with the previous one).
     """
-    seed_from_link()  # (already done this run when app.py called it before the page: then it changes nothing)
+    if SEED_KEY not in st.session_state:  # a page run without app.py (tests); app.py took the link before the page
+        seed_from_link()
     # No value= here: session state holds it (a float input without bounds, so every typed number arrives here)
     typed = st.number_input("Seed (shared by all pages)", step=1.0, format="%.0f", key=SEED_KEY)
     value, problem = links.whole_number(typed, *SEED_RANGE)

@@ -4,8 +4,9 @@ stopped early, and the seed they hold survives such a run."""
 from __future__ import annotations
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
-from tests.app.util import figures, run_page
+from tests.app.util import ROOT, figures, run_page
 from ui import limits
 from ui.classroom import PROJECTION
 from ui.common import BUSY_TEXT
@@ -54,3 +55,14 @@ def test_presenter_mode_holds_before_the_page_runs(present):
     # the figures of this very run are at projector sizes, or not: set before the page built them
     sizes = {fig["layout"]["font"]["size"] for fig in figures(at)}
     assert sizes == {PROJECTION.text} if present else PROJECTION.text not in sizes
+
+
+def test_a_bad_seed_in_the_link_is_said_once():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["seed"] = "-1"
+    at.run()
+    said = [w.value for w in at.warning if "seed" in w.value]
+    assert said == [
+        "The link's seed `-1` is not used: it must be a whole number from 0 to 2,147,483,647. Using seed 0."
+    ]
+    assert at.sidebar.number_input[0].value == 0
