@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from ui import limits, links
+from ui import first_chart, limits, links
 from ui.classroom import presenter_requested, presenter_setup
 from ui.common import BUSY_TEXT, seed_from_link, sidebar_controls
 from ui.nav import DEFAULT_PAGE, DEFAULT_URL_PATH, HOME_ALIAS, NAV_EXPANDED, PAGES, SECTIONS
@@ -44,6 +44,7 @@ for entry in PAGES:
         )
 page = st.navigation({name: pages for name, pages in sections.items() if pages}, expanded=NAV_EXPANDED)
 
+first_chart.start_run()  # the session's first run of home draws up to its first chart (ui.first_chart)
 # At the top of the page: what the link or a typed value asked for that the page cannot use. Taken before any widget.
 links.link_values(st.container())
 # The shared seed and presenter mode hold before the page runs; their controls are drawn after it (sidebar_controls)

@@ -9,6 +9,7 @@ import streamlit as st
 from lineage import footprints, plots, stages
 from ui.classroom import chart, prose, start_tour
 from ui.common import markdown_table
+from ui.first_chart import defer_rest
 from ui.nav import PAGES
 
 st.title("Attention Lineage")
@@ -70,6 +71,9 @@ st.caption(
     f"{kimi_cut:.1%}, the article's “−75%”. Computed by `lineage.stages.memory_per_layer` and `lineage.footprints`; "
     "hover a line for exact bytes."
 )
+
+# A fresh visitor's first run ends here, and the rest comes once the browser has drawn the chart above
+defer_rest()
 
 st.subheader("The lineage")
 st.markdown(

@@ -18,6 +18,7 @@ import streamlit as st
 
 NOTICES_KEY = "_link_notices"  # this run's notices (session state: every session has its own)
 RUN_KEY = "_link_run"  # this run's link values, where to report them, and whether it has
+CARRIED_KEY = "_link_carried"  # what a run that ended early hands to the next (carry_over)
 NOT_CONTROLS = frozenset({"seed", "embed", "embed_options"})  # the seed is checked by ui.common; embed: Streamlit's
 SHOWN_CHARS = 40  # of a value quoted back to the visitor
 
@@ -71,10 +72,22 @@ def link_values(where) -> dict[str, str]:
     """Start a run: the link's query parameters that no control of this session has taken yet (its first run on a
     page), remembered with the container ``where`` (at the top of the page) that ``report`` fills. Call before the
     page's widgets."""
-    requested = {key: value for key, value in st.query_params.to_dict().items() if key not in st.session_state}
-    st.session_state[NOTICES_KEY] = []
+    carried = st.session_state.pop(CARRIED_KEY, None) or {"requested": {}, "notices": []}
+    fresh = {key: value for key, value in st.query_params.to_dict().items() if key not in st.session_state}
+    requested = {**carried["requested"], **fresh}
+    st.session_state[NOTICES_KEY] = list(carried["notices"])
     st.session_state[RUN_KEY] = {"requested": requested, "where": where, "reported": False}
     return requested
+
+
+def carry_over() -> None:
+    """Before a run that ends early so that the next completes the page (``ui.first_chart``): hand that run this
+    run's link values and notices, to be judged and said as if they had come with it (by then a control has taken
+    its link value, and a clamp is said only on a control's first run)."""
+    run = st.session_state.get(RUN_KEY)
+    if run is not None:
+        notices = list(st.session_state.get(NOTICES_KEY, []))
+        st.session_state[CARRIED_KEY] = {"requested": dict(run["requested"]), "notices": notices}
 
 
 def clamp_to_range(key: str, lo: float, hi: float, *, name: str, why: str) -> None:
@@ -160,5 +173,5 @@ def report(*, complete: bool = True) -> None:
     requested = run["requested"]
     if not complete:
         requested = {key: value for key, value in requested.items() if key in st.session_state}
-    for text in [*st.session_state.get(NOTICES_KEY, []), *unused(requested)]:
+    for text in dict.fromkeys([*st.session_state.get(NOTICES_KEY, []), *unused(requested)]):  # each said once
         run["where"].warning(text, icon=":material/link_off:")

@@ -29,7 +29,7 @@ from streamlit.proto.Slider_pb2 import Slider as SliderProto
 from streamlit.testing.v1 import AppTest
 
 from lineage import bench_decode, demo, footprints, lab, story
-from tests.app.util import ROOT, TIMEOUT, run_page
+from tests.app.util import ROOT, TIMEOUT, first_chart_probes, run_page
 from ui import caps as app_caps
 from ui import links
 from ui.common import cap_note
@@ -140,7 +140,10 @@ def open_link(url_path: str, params: dict[str, str], what: str) -> AppTest:
     for key, value in params.items():
         at.query_params[key] = value
     run(at, f"{what} (shell)")
-    if url_path != "home":
+    if url_path == "home":  # the first run ends after the first chart; the browser asks for the rest (ui.first_chart)
+        assert first_chart_probes(at), f"{what}: the first run did not wait for its first chart"
+        run(at, what)
+    else:
         at.switch_page(f"app_pages/{url_path}.py")
         run(at, what)
     return at

@@ -22,9 +22,11 @@ def assert_clean(watched, what: str) -> None:
     assert not watched.page.locator('[data-testid="stAlertContentError"]').count(), f"{what}: shows an error"
 
 
-# Nothing is still a loading placeholder and every Plotly chart has drawn its SVG.
+# Nothing is still a loading placeholder, no probe holds the page's rest back (ui.first_chart), and every Plotly chart
+# has drawn its SVG.
 RENDERED_JS = """() => {
     if (document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]')) return false;
+    if (document.querySelector('[data-lineage-probe]')) return false;
     return [...document.querySelectorAll('.stPlotlyChart')].every(c => c.querySelector('.js-plotly-plot svg.main-svg'));
 }"""
 
