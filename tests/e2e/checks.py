@@ -22,9 +22,14 @@ def assert_clean(watched, what: str) -> None:
     assert not watched.page.locator('[data-testid="stAlertContentError"]').count(), f"{what}: shows an error"
 
 
-# Nothing is still a loading placeholder, no probe holds the page's rest back (ui.first_chart), and every Plotly chart
-# has drawn its SVG.
+# The run is complete: the script is not running; the sidebar's seed input is there (app.py draws the sidebar's
+# controls after every page, ui.common.stop_page before an early stop; only the first run of home, which its probe
+# completes, ends without them: ui.first_chart); nothing is still a loading placeholder; no probe holds the page's rest
+# back; and every Plotly chart has drawn its SVG.
 RENDERED_JS = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (!document.querySelector('[data-testid="stSidebar"] input[aria-label^="Seed"]')) return false;
     if (document.querySelector('[data-testid="stSkeleton"], [data-testid="stSkeletonElement"]')) return false;
     if (document.querySelector('[data-lineage-probe]')) return false;
     return [...document.querySelectorAll('.stPlotlyChart')].every(c => c.querySelector('.js-plotly-plot svg.main-svg'));
