@@ -10,10 +10,11 @@
 Streamlit's frontend loads plotly.js (a 4.7 MB chunk) only when a page's first chart arrives. Starting it earlier by
 public means (a blank chart sent first on a session's first run, removed after the page ran) was measured with
 scripts/measure_cold_start.py, interleaved with the same start without it, on 2 cores: 3.67 s against 3.76 s and
-4.31 s against 3.50 s to the first chart (medians of 5): no gain, so the app does not do it.
+4.31 s against 3.50 s to the first chart (medians of 5): no gain, so the app does not do it. What helps is the
+other way round: holding back what would compete with plotly.js until the chart is drawn (``ui.first_chart``).
 
-Everything here goes through public interfaces: the command line the user gave, the standard library's sockets and
-``inspect`` and ``importlib``. Nothing in Streamlit is replaced or rewritten.
+Everything here goes through public interfaces: the command line the user gave, the standard library's sockets,
+``inspect`` and ``importlib``, Pillow's and Plotly's own. Nothing in Streamlit is replaced or rewritten.
 """
 
 from __future__ import annotations
