@@ -29,8 +29,7 @@ import streamlit as st
 
 from ui import links
 
-FIRST_RUN_KEY = "_first_run"  # session state: is this run the session's first?
-STARTED_KEY = "_session_started"
+RUNS_KEY = "_runs_started"  # session state: how many runs this session has started (1 during its first)
 PROBE_KEY = "_first_chart_probe"
 COMPONENT_NAME = "attention_lineage_first_chart"
 PROBE_HTML = '<span data-lineage-probe="first-chart" hidden></span>'  # gone once the page is complete (tests wait)
@@ -63,13 +62,12 @@ log = logging.getLogger(__name__)
 
 
 def start_run() -> None:
-    """At the top of app.py, before anything is drawn: remember whether this run is the session's first."""
-    st.session_state[FIRST_RUN_KEY] = STARTED_KEY not in st.session_state
-    st.session_state[STARTED_KEY] = True
+    """At the top of app.py, before anything is drawn: count this run, so that the page can tell the session's first."""
+    st.session_state[RUNS_KEY] = st.session_state.get(RUNS_KEY, 0) + 1
 
 
 def is_first_run() -> bool:
-    return bool(st.session_state.get(FIRST_RUN_KEY, False))
+    return st.session_state.get(RUNS_KEY) == 1
 
 
 @functools.cache  # once per process: a component is registered once, by name
