@@ -52,6 +52,7 @@ from tests.e2e.harness import (  # noqa: E402  (the browser tests' own set-up, s
     start_server,
     stop,
 )
+from ui.common import SEED_LABEL  # noqa: E402
 from ui.nav import PAGES  # noqa: E402
 
 TARGET_RATIO = 1.15  # first chart, over the bare app's
@@ -71,7 +72,6 @@ STARTS = {
 STARTUP_TIMEOUT_S = 120
 PAGE_TIMEOUT_MS = 120_000
 LAST_SECTION = "22,580 GPT-2s?"  # home's last heading
-SEED_LABEL = "Seed (shared by all pages)"
 BENCHMARK_TIMEOUT_MS = 300_000  # the Live benchmark's default budget, on a slow shared machine
 
 

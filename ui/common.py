@@ -14,6 +14,7 @@ from ui.caps import caps as device_caps
 from ui.classroom import controls_row, presenter_toggle, prose
 
 SEED_KEY = "seed"
+SEED_LABEL = "Seed (shared by all pages)"  # the sidebar's seed input
 SEED_LINK_PROBLEM_KEY = "_seed_link_problem"  # a bad seed in the link, said until a seed is picked
 DEFAULT_SEED = 0
 SEED_RANGE = (0, 2**31 - 1)  # what torch.Generator.manual_seed takes, and fits every int type on the way
@@ -48,7 +49,7 @@ def seed_control() -> None:
     if SEED_KEY not in st.session_state:  # a page run without app.py (tests); app.py took the link before the page
         seed_from_link()
     # No value= here: session state holds it (a float input without bounds, so every typed number arrives here)
-    typed = st.number_input("Seed (shared by all pages)", step=1.0, format="%.0f", key=SEED_KEY)
+    typed = st.number_input(SEED_LABEL, step=1.0, format="%.0f", key=SEED_KEY)
     value, problem = links.whole_number(typed, *SEED_RANGE)
     if problem:
         links.notice(f"Seed `{links.shown(typed)}` is not used: {problem}. Using seed {DEFAULT_SEED}.")

@@ -11,11 +11,10 @@ import logging
 
 from streamlit.testing.v1 import AppTest
 
-from tests.app.util import ROOT, TIMEOUT, after_first_chart, figures, first_chart_probes
+from tests.app.util import ROOT, SEED_LABEL, TIMEOUT, after_first_chart, figures, first_chart_probes
 from ui import first_chart
 
 REST = ["The lineage", "One recurrence, six cells", "22,580 GPT-2s?"]  # home's sections after its first chart
-SEED_LABEL = "Seed (shared by all pages)"
 
 
 def fresh(**params: str) -> AppTest:

@@ -6,12 +6,10 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.util import ROOT, after_first_chart, figures, run_page
+from tests.app.util import ROOT, SEED_LABEL, after_first_chart, figures, run_page
 from ui import limits
 from ui.classroom import PROJECTION
 from ui.common import BUSY_TEXT
-
-SEED_LABEL = "Seed (shared by all pages)"
 
 
 def sidebar_controls(at) -> tuple[list[str], list[str]]:

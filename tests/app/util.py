@@ -14,6 +14,7 @@ from ui import first_chart
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60  # seconds per script run; generous for a loaded 2-core machine
+SEED_LABEL = "Seed (shared by all pages)"  # the sidebar's seed input, as a visitor reads it
 
 
 def run_page(url_path: str, *, seed: int | None = None, timeout: float = TIMEOUT, **session) -> AppTest:

@@ -24,6 +24,7 @@ new MutationObserver(() => {
   if (!seen.seed && document.querySelector('[data-testid="stSidebar"] input[aria-label^="Seed"]')) seen.seed = now;
 }).observe(document, { childList: true, subtree: true });
 """
+SEED_LABEL = "Seed (shared by all pages)"  # the sidebar's seed input, as a visitor reads it
 REST_WITHIN_MS = 3000  # after the chart, on a loaded machine; well under FALLBACK_MS, so it was the probe's trigger
 
 
@@ -32,7 +33,7 @@ def test_a_fresh_visitor_gets_the_chart_first_and_then_the_rest_by_itself(watche
     page.add_init_script(SEEN_JS)
     page.goto(server.url, wait_until="domcontentloaded")
     page.get_by_role("heading", name="One recurrence, six cells").wait_for(timeout=LOAD_TIMEOUT_MS)
-    page.get_by_label("Seed (shared by all pages)").wait_for(timeout=LOAD_TIMEOUT_MS)
+    page.get_by_label(SEED_LABEL).wait_for(timeout=LOAD_TIMEOUT_MS)
     wait_until_rendered(page)
     seen = page.evaluate("() => window.__seen")
     assert set(seen) == {"chart", "rest", "seed"}, seen
@@ -53,4 +54,4 @@ def test_the_rest_comes_even_if_plotly_js_never_loads(watched, server):
     waited_ms = (time.monotonic() - started) * 1000
     assert waited_ms > FALLBACK_MS * 0.5, f"the rest came after {waited_ms:.0f} ms, before any fallback could fire"
     assert not page.locator(".js-plotly-plot .main-svg").count()
-    page.get_by_label("Seed (shared by all pages)").wait_for(timeout=LOAD_TIMEOUT_MS)
+    page.get_by_label(SEED_LABEL).wait_for(timeout=LOAD_TIMEOUT_MS)
