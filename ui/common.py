@@ -172,7 +172,9 @@ def sidebar_controls() -> None:
     sidebar's widgets (the browser fetches a widget's code when the widget arrives, from the same server as
     plotly.js); their state is set before the page (:func:`seed_from_link`, ``classroom.presenter_setup``). A page
     that stops early draws them instead, just before it stops (:func:`stop_page`): Streamlit forgets the value of a
-    widget a run leaves out. ``st.stop()`` ends the run there, so app.py's call after the page never comes too.
+    widget a run leaves out. ``st.stop()`` ends the run there, so app.py's call after the page never comes too. The
+    one run without them is a session's first run of home (``ui.first_chart``): no widget has a value to lose yet,
+    and the rerun that completes the page draws them.
     """
     with st.sidebar:
         st.caption(device_label())
