@@ -29,7 +29,7 @@ def seed_from_link() -> None:
         value, problem = links.whole_number(given, *SEED_RANGE) if given is not None else (DEFAULT_SEED, None)
         if problem:  # said on every page until the visitor picks a seed
             st.session_state[SEED_LINK_PROBLEM_KEY] = (
-                f"The link's seed `{links.shown(given)}` is not used: {problem}. Using seed {DEFAULT_SEED}."
+                f"The link's seed {links.quote(given)} is not used: {problem}. Using seed {DEFAULT_SEED}."
             )
         st.session_state[SEED_KEY] = float(DEFAULT_SEED if problem else value)
     if st.session_state.get(SEED_KEY) != DEFAULT_SEED:
@@ -52,7 +52,7 @@ def seed_control() -> None:
     typed = st.number_input(SEED_LABEL, step=1.0, format="%.0f", key=SEED_KEY)
     value, problem = links.whole_number(typed, *SEED_RANGE)
     if problem:
-        links.notice(f"Seed `{links.shown(typed)}` is not used: {problem}. Using seed {DEFAULT_SEED}.")
+        links.notice(f"Seed {links.quote(typed)} is not used: {problem}. Using seed {DEFAULT_SEED}.")
     current = DEFAULT_SEED if problem else value
     if current == DEFAULT_SEED:
         if SEED_KEY in st.query_params:
@@ -77,7 +77,7 @@ def whole_number_input(
     )
     number, problem = links.whole_number(typed, lo, hi)
     if problem:
-        container.error(f"{label}: `{links.shown(typed)}` is not used: {problem}. Using {default:,}.")
+        container.error(f"{label}: {links.quote(typed)} is not used: {problem}. Using {default:,}.")
         return default
     return number
 
@@ -149,7 +149,7 @@ def run_cost_note(what: str, cost: Cost, budget: Cost) -> str:
     )
 
 
-MEASURED_BANDWIDTH_KEY = "measured_bandwidth"  # set by the Live benchmark page, offered by Memory & cost
+MEASURED_BANDWIDTH_KEY = "_measured_bandwidth"  # set by the Live benchmark page, offered by Memory & cost
 
 
 def remember_measured_bandwidth(bytes_per_s: float, label: str) -> None:

@@ -25,6 +25,17 @@ import inspect
 import os
 import socket
 
+# The Content-Security-Policy a host can send in front of the app (README, "Deploying"): scripts, styles, images, fonts
+# and connections from the app's own origin only, so that a slip that let a visitor's text become Markdown again could
+# still load nothing from outside (no tracking image, no outside script). Streamlit's frontend needs inline styles,
+# inline and eval'd scripts (its components and Plotly), blob: workers and data: images and fonts, and its websocket.
+# Nothing in the app depends on it; tests/e2e/test_links_browser.py serves every page under it.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval' blob:; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self' ws: wss:; worker-src 'self' blob:; "
+    "frame-src 'self' blob: data:; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'"
+)
+
 DEFAULT_PORT = 8501  # Streamlit's
 DEFAULT_ADDRESS = "0.0.0.0"  # what Streamlit binds when no address is given
 WARM_UP_FILE = "<ui.serving warm-up>"  # the file name of code that is no module (warm_first_run)

@@ -53,12 +53,12 @@ def test_home_opened_later_in_the_session_is_drawn_in_one_run():
 def test_link_notices_are_said_in_both_runs_and_judged_whole_in_the_second():
     at = fresh(present="maybe", nonsense="1", seed="x").run()
     first = [w.value for w in at.warning]
-    assert any("`present=maybe`" in w for w in first) and any("seed `x`" in w for w in first)
+    assert any("` present ` = ` maybe `" in w for w in first) and any("seed ` x `" in w for w in first)
     assert not any("nonsense" in w for w in first)  # not yet judged: the page has not made all its controls
     after_first_chart(at)
     second = [w.value for w in at.warning]
-    assert any("`present=maybe`" in w for w in second) and any("seed `x`" in w for w in second)
-    assert any("`nonsense` in the link is not a setting of this page" in w for w in second)
+    assert any("` present ` = ` maybe `" in w for w in second) and any("seed ` x `" in w for w in second)
+    assert any("` nonsense ` in the link is not a setting of this page" in w for w in second)
     assert len(second) == len(set(second)) == 3  # each once, though the first run handed them on
 
 

@@ -92,8 +92,12 @@ def test_every_stage_page_holds_the_real_size_run_to_the_devices_caps(stage, kin
     radio = at.radio(key=f"{stage}_scale_head_dim")
     assert radio.options == [str(d) for d in cap.scale_head_dims] and radio.value == max(cap.scale_head_dims)
     said = notices(at)
-    assert any(f"`{stage}_scale_T=1000000000`" in n and f"Real-size T is set to {cap.scale_T:,}" in n for n in said)
-    assert any(f"`{stage}_scale_head_dim=256`" in n and "not one of that control's values" in n for n in said), said
+    assert any(
+        f"` {stage}_scale_T ` = ` 1000000000 `" in n and f"Real-size T is set to {cap.scale_T:,}" in n for n in said
+    )
+    assert any(
+        f"` {stage}_scale_head_dim ` = ` 256 `" in n and "not one of that control's values" in n for n in said
+    ), said
     assert any(f"Real-size T is capped at {cap.scale_T:,}" in c.value for c in at.caption)
     assert not [key for key in charts(at) if "scale" in key]  # nothing ran: the section waits to be turned on
 
@@ -107,7 +111,7 @@ def test_a_gpu_offers_what_a_cpu_refuses(monkeypatch):
     at = open_link("deltanet", link)
     assert at.slider(key="deltanet_scale_T").value == cpu.scale_T
     assert at.radio(key="deltanet_scale_head_dim").value == max(cpu.scale_head_dims)
-    assert any("`deltanet_scale_head_dim" in n for n in notices(at)), notices(at)
+    assert any("` deltanet_scale_head_dim `" in n for n in notices(at)), notices(at)
     monkeypatch.setattr(app_caps, "device_kind", lambda device=None: "gpu")
     at = open_link("deltanet", link)
     assert at.slider(key="deltanet_scale_T").value == T and at.radio(key="deltanet_scale_head_dim").value == K

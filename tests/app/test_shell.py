@@ -58,7 +58,7 @@ def test_presenter_mode_holds_before_the_page_runs(present):
 def test_a_bad_seed_in_the_link_is_said_once():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
     at.query_params["seed"] = "-1"
-    expected = ["The link's seed `-1` is not used: it must be a whole number from 0 to 2,147,483,647. Using seed 0."]
+    expected = ["The link's seed ` -1 ` is not used: it must be a whole number from 0 to 2,147,483,647. Using seed 0."]
     at.run()  # the session's first run ends after home's first chart (ui.first_chart): said already
     assert [w.value for w in at.warning if "seed" in w.value] == expected
     after_first_chart(at)
