@@ -20,6 +20,8 @@ This module holds the three ways to compute it, with identical signatures:
   Transformers with the Delta Rule over Sequence Length", arXiv 2406.06484), extended with the scalar gate
   of Gated DeltaNet (arXiv 2412.06464) and the per-channel gate of Kimi Linear (arXiv 2510.26692). Inside a
   chunk of C steps everything is matrix products; only the state hand-off between chunks is sequential.
+* :func:`chunk_memory_minimal` — the same chunked form on one screen, in the papers' steps and in fp64, without
+  :func:`chunk_memory`'s anchors and speed steps: the readable one to hold beside the fast one.
 * :func:`parallel_memory` — the T×T "attention" form: one chunk as long as the sequence, with decays taken
   from segment sums so that a long sequence loses no precision.
 
@@ -236,6 +238,10 @@ def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> t
     is ever exponentiated, and a wipe is just α = 0. (Factoring through the chunk start instead, (q ⊙ e^{G_i})
     (k ⊙ e^{−G_j})ᵀ, exponentiates −G > 0 and overflows under strong decay.) After the last level the blocks are
     the whole chunk, and the factors are the decays from the chunk's start and to its end.
+
+    The anchor is fla's sub-chunk anchor (its KDA kernels split a chunk into sub-chunks and factor each pair's decay
+    through a sub-chunk boundary between them, ``ops/kda/chunk_intra.py``), applied recursively here, down to single
+    steps, so that no pair is left to a direct e^{G_i − G_j} (:func:`chunk_memory_minimal` takes that direct route).
 
     A scalar gate factors out of the channel sum: L_ij = Π_{j<s≤i} α_s (Mamba-2's "1-semiseparable" mask, SSD
     arXiv 2405.21060) is assembled from the levels' outer products and A = (Q Kᵀ) ⊙ L. A per-channel gate (GLA,
@@ -462,6 +468,57 @@ def chunk_memory(
     o = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)
     o = o.view(B, H, N * C, V)[:, :, :T]
     return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
+
+
+def chunk_memory_minimal(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+    *,
+    rule: Rule = "additive",
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    chunk_size: int = 16,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The chunked form on one screen, in the papers' numbered steps and in fp64: what :func:`chunk_memory` computes,
+    minus its anchors and its speed steps (spans of chunks, the block inverse, the chunk-major hand-off). Read it
+    beside the papers (Yang et al. 2024, §3; Kimi Linear, §3) as Mamba's ``ssd_minimal.py`` is read beside SSD.
+
+    e^{G_i − G_j} is taken on the causal triangle only, so no positive exponent is ever formed, but it is a
+    [C, C, K] tensor per chunk, and a wipe (α = 0, g = −∞) makes G_i − G_j undefined (−∞ + ∞) once the wipe is
+    inside the chunk: :func:`chunk_memory` handles both (products anchored inside the chunk, see
+    :func:`decayed_products`). Args as :func:`recurrent_memory`, with ``chunk_size``; returns (o, S_T) in fp64.
+    """
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, None)
+    q, k, v = (x.double() for x in (q, k, v))
+    g = q.new_zeros(B, H, T, 1) if g is None else g.double().unsqueeze(-1) if g.dim() == 3 else g.double()
+    S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.double()
+    o = q.new_empty(B, H, T, V)
+    for s in range(0, T, chunk_size):
+        q_n, k_n, v_n, g_n = (x[:, :, s : s + chunk_size] for x in (q, k, v, g))  # (B, H, C, ·)
+        C = q_n.shape[2]
+        # 1. cumulative log-decay inside the chunk: G_i = Σ_{s ≤ i} g_s, so e^{G_i} ≤ 1 is the decay from its start
+        G = g_n.cumsum(2)  # (B, H, C, 1 or K)
+        # 2. the decay from step j to step i, e^{G_i − G_j}, on the causal triangle (i ≥ j); 0 above it
+        causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+        D = (G[:, :, :, None] - G[:, :, None]).masked_fill(~causal[..., None], -float("inf")).exp()  # (B,H,C,C,·)
+        A_qk = torch.einsum("bhic,bhijc,bhjc->bhij", q_n, D, k_n)  # i ≥ j: query i reads key j
+        A_kk = torch.einsum("bhic,bhijc,bhjc->bhij", k_n, D, k_n).tril(-1)  # i > j: key i sees key j's write
+        # 3. what each step writes, u: v itself (additive), or the delta rule's correction, solved for the whole
+        #    chunk at once (the WY/UT transform): (I + diag(β) A_kk) U = diag(β) (V − (K ⊙ e^G) S)
+        if rule == "additive":
+            U = v_n
+        else:
+            b = beta[:, :, s : s + chunk_size, None].double()  # (B, H, C, 1)
+            L = torch.eye(C, dtype=q.dtype, device=q.device) + b * A_kk
+            U = torch.linalg.solve_triangular(L, b * (v_n - (k_n * G.exp()) @ S), upper=False, unitriangular=True)
+        # 4. outputs: the incoming state decayed to each step, plus this chunk's own writes
+        o[:, :, s : s + C] = scale * ((q_n * G.exp()) @ S + A_qk @ U)
+        # 5. the hand-off: the state at the chunk's end, S ← Diag(e^{G_C}) S + Σ_j Diag(e^{G_C − G_j}) k_j u_jᵀ
+        S = G[:, :, -1, :, None].exp() * S + (k_n * (G[:, :, -1:] - G).exp()).transpose(-1, -2) @ U
+    return o, S
 
 
 def parallel_memory(

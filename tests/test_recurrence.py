@@ -6,6 +6,7 @@ here), so that one seeded recipe makes the inputs everywhere.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 
 import pytest
@@ -13,13 +14,14 @@ import torch
 import torch.nn.functional as F
 
 from lineage.mechanisms import linear_mechanisms
-from lineage.recurrence import recurrent_memory, run_memory
+from lineage.recurrence import chunk_memory_minimal, recurrent_memory, run_memory
 from tests.util import assert_close
 
 MODES = ("recurrent", "chunk", "parallel")
 DTYPE_NAME = {torch.float64: "fp64", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 
-# The grid of DESIGN.md: every linear mechanism of the table is one (write rule, gate) cell of the shared recurrence.
+# The grid in lineage/recurrence.py's docstring: every linear mechanism of the table is one (write rule, gate)
+# cell of the shared recurrence.
 STAGE_CELL = {m.key: (m.rule, m.gate) for m in linear_mechanisms()}
 CELLS = list(STAGE_CELL.values())
 GATED_STAGES = tuple(m.key for m in linear_mechanisms() if m.gate != "none")
@@ -205,3 +207,42 @@ def test_trace_records_what_the_recurrence_did(rule, gate):
     assert_close(read, torch.einsum("bhtkv,bhtk->bhtv", decayed, x["k"]), what="trace.read")
     assert_close(states, decayed + x["k"][..., None] * delta[..., None, :], what="trace.states")
     assert_close(output, torch.einsum("bhtkv,bhtk->bhtv", states, scale * x["q"]), what="o_t = S_tᵀ(scale q_t)")
+
+
+# ---- the one-screen chunked form ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("C", [16, 5], ids=["C16", "C5"])
+@pytest.mark.parametrize(("rule", "gate"), CELLS, ids=[f"{r}-{g}" for r, g in CELLS])
+def test_the_minimal_chunked_form_is_the_loop_and_the_fast_form(rule, gate, C):
+    """chunk_memory_minimal (the papers' steps on one screen) gives the loop's outputs and final state, and so the fast
+    chunk_memory's: the readable form and the fast one compute the same thing."""
+    x = make_inputs(rule=rule, gate=gate)
+    ref_o, ref_S = recurrent_memory(**x, rule=rule, output_final_state=True)
+    o, S = chunk_memory_minimal(**x, rule=rule, chunk_size=C)
+    assert_close(o, ref_o, torch.float64)
+    assert_close(S, ref_S, torch.float64)
+    fast_o, fast_S = run_memory(**x, rule=rule, mode="chunk", chunk_size=C, output_final_state=True)
+    assert_close(o, fast_o, torch.float64)
+    assert_close(S, fast_S, torch.float64)
+
+
+def test_the_minimal_chunked_form_fits_on_one_screen():
+    """About forty lines of body, the numbered steps 1–5 in order, each once."""
+    source = inspect.getsource(chunk_memory_minimal)
+    body = source.split('"""')[2].strip().splitlines()
+    assert len(body) <= 45, len(body)
+    steps = [line.strip()[:4] for line in body if line.strip()[:3] in {f"# {n}" for n in "12345"}]
+    assert steps == ["# 1.", "# 2.", "# 3.", "# 4.", "# 5."], steps
+
+
+def test_a_wipe_is_why_the_fast_form_anchors_its_decays():
+    """A wipe (α = 0) inside a chunk leaves the direct e^{G_i − G_j} undefined (−∞ + ∞): the minimal form returns NaN,
+    as its docstring says, where chunk_memory's anchored products give the loop's answer."""
+    x = make_inputs(rule="delta", gate="channel")
+    x["g"][:, :, 10] = -float("inf")
+    ref_o, _ = recurrent_memory(**x, rule="delta", output_final_state=True)
+    minimal_o, _ = chunk_memory_minimal(**x, rule="delta", chunk_size=16)
+    fast_o, _ = run_memory(**x, rule="delta", mode="chunk", chunk_size=16)
+    assert torch.isnan(minimal_o).any()
+    assert_close(fast_o, ref_o, torch.float64)
