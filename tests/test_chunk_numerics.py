@@ -15,8 +15,7 @@ import torch.nn.functional as F
 
 import lineage.recurrence as recurrence
 from lineage.recurrence import chunk_memory, parallel_memory, recurrent_memory, unit_lower_inverse
-from tests.test_recurrence import CELLS, DTYPE_NAME
-from tests.util import assert_close
+from tests.util import CELLS, DTYPE_NAME, assert_close
 
 LENGTHS = (1, 15, 63, 64, 65, 300)
 CHUNK_SIZES = (1, 3, 16, 64, None)  # None: one chunk as long as the sequence

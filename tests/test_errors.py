@@ -11,8 +11,7 @@ from lineage.layers import LinearMemoryMixer, MixerConfig
 from lineage.linear_attention import linear_attention
 from lineage.mamba2 import mamba2_ssd
 from lineage.recurrence import run_memory
-from tests.test_recurrence import MODES, make_inputs
-from tests.test_stages import EXTRA_ARGS, STAGES, call_stage, stage_inputs
+from tests.util import EXTRA_ARGS, MODES, STAGES, call_stage, make_inputs, stage_inputs
 
 
 def replace(name, change):

@@ -1,7 +1,6 @@
 """The shared recurrence: recurrent ⇄ chunk ⇄ parallel for all six (rule × gate) cells, strong decay, wipes, traces.
 
-``make_inputs`` and ``STAGE_CELL`` are the input helpers of every linear-memory test file (they import them from
-here), so that one seeded recipe makes the inputs everywhere.
+The inputs come from ``tests.util.make_inputs``, the one seeded recipe of every linear-memory test file.
 """
 
 from __future__ import annotations
@@ -11,45 +10,9 @@ import itertools
 
 import pytest
 import torch
-import torch.nn.functional as F
 
-from lineage.mechanisms import linear_mechanisms
 from lineage.recurrence import chunk_memory_minimal, recurrent_memory, run_memory
-from tests.util import assert_close
-
-MODES = ("recurrent", "chunk", "parallel")
-DTYPE_NAME = {torch.float64: "fp64", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
-
-# The grid in lineage/recurrence.py's docstring: every linear mechanism of the table is one (write rule, gate)
-# cell of the shared recurrence.
-STAGE_CELL = {m.key: (m.rule, m.gate) for m in linear_mechanisms()}
-CELLS = list(STAGE_CELL.values())
-GATED_STAGES = tuple(m.key for m in linear_mechanisms() if m.gate != "none")
-
-
-def make_inputs(B=2, H=3, T=37, K=8, V=6, *, rule="additive", gate="none", dtype=torch.float64, state=True, seed=0):
-    """Seeded inputs for one (rule, gate) cell, drawn in fp64 and then cast, so every dtype sees the same numbers.
-
-    Keys (and queries) are L2-normalised for the delta rule, so that I − β k kᵀ is a contraction. The log-gate
-    is logsigmoid(x + 2): per-step decays mostly between 0.7 and 0.99. β is uniform in [0, 1).
-
-    Returns a dict with q, k [B, H, T, K], v [B, H, T, V], g ([B, H, T] | [B, H, T, K] | None),
-    beta ([B, H, T] | None) and initial_state ([B, H, K, V] | None).
-    """
-    gen = torch.Generator().manual_seed(seed)
-
-    def randn(*shape):
-        return torch.randn(*shape, generator=gen, dtype=torch.float64)
-
-    q, k, v = randn(B, H, T, K), randn(B, H, T, K), randn(B, H, T, V)
-    if rule == "delta":
-        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
-    g_shape = {"none": None, "scalar": (B, H, T), "channel": (B, H, T, K)}[gate]
-    g = None if g_shape is None else F.logsigmoid(randn(*g_shape) + 2.0)
-    beta = torch.rand(B, H, T, generator=gen, dtype=torch.float64) if rule == "delta" else None
-    S0 = 0.5 * randn(B, H, K, V) if state else None
-    inputs = {"q": q, "k": k, "v": v, "g": g, "beta": beta, "initial_state": S0}
-    return {name: None if x is None else x.to(dtype) for name, x in inputs.items()}
+from tests.util import CELLS, DTYPE_NAME, GATED_STAGES, MODES, STAGE_CELL, assert_close, make_inputs
 
 
 def run(x, *, rule, mode, chunk_size=64, **kw):

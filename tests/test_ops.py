@@ -13,34 +13,17 @@ from lineage.deltanet import deltanet
 from lineage.gated_deltanet import gated_deltanet
 from lineage.linear_attention import NORMALIZER_EPS, linear_attention
 from lineage.mamba2 import mamba2, mamba2_ssd
-from lineage.mechanisms import linear_mechanisms, mechanism
 from lineage.numerics import rel_rms
 from lineage.recurrence import recurrent_memory
-from tests.test_recurrence import DTYPE_NAME, MODES, STAGE_CELL, make_inputs
-from tests.util import assert_close
-
-STAGES = tuple(m.key for m in linear_mechanisms())
-# The positional arguments after q, k, v that each op takes: g if it has a gate, beta if it writes with the delta rule.
-EXTRA_ARGS = {
-    m.key: (("g",) if m.gate != "none" else ()) + (("beta",) if m.rule == "delta" else ()) for m in linear_mechanisms()
-}
-
-
-def stage_inputs(stage, B=2, H=3, T=37, K=8, V=6, *, dtype=torch.float64, state=True, seed=0):
-    """make_inputs for a stage's cell. Normalised linear attention carries its normaliser z as an extra value
-    column of the state, so its initial state is [B, H, K, V + 1] with z > 0 (the normaliser stays positive)."""
-    rule, gate = STAGE_CELL[stage]
-    x = make_inputs(B, H, T, K, V, rule=rule, gate=gate, dtype=dtype, state=state, seed=seed)
-    if stage == "linear_attention" and state:
-        S0 = x["initial_state"]
-        x["initial_state"] = torch.cat([S0, S0[..., :1].abs()], dim=-1)
-    return x
-
-
-def call_stage(stage, x, **kw):
-    """Call the stage's public op on a stage_inputs dict, returning (o, S_final)."""
-    kw = {"initial_state": x["initial_state"], "output_final_state": True} | kw
-    return mechanism(stage).op(x["q"], x["k"], x["v"], *(x[name] for name in EXTRA_ARGS[stage]), **kw)
+from tests.util import (
+    DTYPE_NAME,
+    MODES,
+    STAGE_CELL,
+    STAGES,
+    assert_close,
+    call_stage,
+    stage_inputs,
+)
 
 
 def time_slice(x, start, stop=None):
