@@ -7,8 +7,8 @@ the state rows names, so each page can show its own claim on the same tokens:
     0     name → Kim       a long-lived fact (asked for at the very end)
     1–4   Ada → Paris …    topic A: three facts, filler between them
     ...   ‖                the topic switch (a filler token whose gate closes in the gated stages)
-    ...   Dee → red …      topic B: two facts
-    ...   Dee → green      the overwrite: Dee's value changes
+    ...   Dee → tea …      topic B: two facts
+    ...   Dee → coffee     the overwrite: Dee's value changes
     end   ? name, ? Ada …  recall queries with their expected answers (read from the state after the last token)
 
 Each token writes one key → value pair (filler writes its own key and value). Keys and values come from a small fixed
@@ -30,10 +30,8 @@ import numpy as np
 import torch
 
 from lineage import _checks as checks
+from lineage.story_text import FILLER, FILLER_VALUE, SWITCH, WrittenStory  # the filler's key and value; the switch
 
-FILLER = "…"  # the filler token's key; it writes FILLER_VALUE
-FILLER_VALUE = "filler"
-SWITCH = "‖"  # the topic-switch token: a filler token whose gate closes in the gated stages
 EMBED_SEED = 20190214  # fixed: the story's random embeddings (over capacity) are the same on every machine
 
 
@@ -72,10 +70,10 @@ _CORE: tuple[Fact | None, ...] = (
     Fact("Cy", "Oslo", "A"),
     None,
     Fact(FILLER, FILLER_VALUE, "switch"),
-    Fact("Dee", "red", "B"),
-    Fact("Eve", "blue", "B"),
+    Fact("Dee", "tea", "B"),
+    Fact("Eve", "jazz", "B"),
     None,
-    Fact("Dee", "green", "B"),
+    Fact("Dee", "coffee", "B"),
     None,
 )
 MIN_T = sum(f is not None for f in _CORE)  # the facts, the switch and the overwrite; filler comes on top
@@ -83,14 +81,24 @@ MIN_T = sum(f is not None for f in _CORE)  # the facts, the switch and the overw
 QUERIES: tuple[Query, ...] = (
     Query("name", "Kim", "long", "the long-lived fact, written first"),
     Query("Ada", "Paris", "A", "a topic-A fact, written before the switch"),
-    Query("Dee", "green", "B", "the overwritten fact: red first, then green"),
-    Query("Eve", "blue", "B", "a topic-B fact, never changed"),
+    Query("Dee", "coffee", "B", "the overwritten fact: tea first, then coffee"),
+    Query("Eve", "jazz", "B", "a topic-B fact, never changed"),
 )
 OVERWRITE = QUERIES[2]
-OVERWRITTEN_VALUE = "red"
+OVERWRITTEN_VALUE = "tea"
 
 KEYS: tuple[str, ...] = ("name", "Ada", "Bo", "Cy", "Dee", "Eve", FILLER)  # key i is channel i while K ≥ 7
-VALUES: tuple[str, ...] = ("Kim", "Paris", "Rome", "Oslo", "red", "blue", "green", FILLER_VALUE)
+# Values are words, not colours: every chart draws them in the story's neutral styles, and a value called "blue" drawn
+# in another colour would contradict its own name.
+VALUES: tuple[str, ...] = ("Kim", "Paris", "Rome", "Oslo", "tea", "jazz", "coffee", FILLER_VALUE)
+# The story every stage page runs by default (its size sliders start here) and the ledger's story rows use: one run,
+# one number per quantity on every page.
+DEFAULT_T, DEFAULT_K, DEFAULT_V = 32, 8, 8
+# What the story's marks mean, in one line: the key under every story chart and the glossary say the same.
+KEY_LINE = (
+    f"{SWITCH} topic switch (the gate closes) · {FILLER} filler, no fact (writes {FILLER}→{FILLER_VALUE}) · "
+    "a→b: key a written with value b"
+)
 
 
 def embeddings(n: int, dim: int, salt: int) -> tuple[np.ndarray, bool]:
@@ -114,10 +122,16 @@ class Story:
     facts: tuple[Fact, ...]  # one per step
     K: int
     V: int
-    key_emb: np.ndarray  # [len(KEYS), K]
-    value_emb: np.ndarray  # [len(VALUES), V]
+    key_emb: np.ndarray  # [len(vocab_keys), K]
+    value_emb: np.ndarray  # [len(vocab_values), V]
     keys_fit: bool  # every key owns a channel (orthonormal keys); False: over capacity, keys overlap
     values_fit: bool
+    # The story's own vocabulary and queries: the scripted story's by default, a written story's own
+    # (lineage.story_text, make_story's ``written``): key i owns state row i while the keys fit.
+    vocab_keys: tuple[str, ...] = KEYS
+    vocab_values: tuple[str, ...] = VALUES
+    queries: tuple[Query, ...] = QUERIES
+    written: bool = False  # written by a visitor (its length is its own: T follows the text)
 
     @property
     def T(self) -> int:
@@ -129,12 +143,38 @@ class Story:
         return [f.label for f in self.facts]
 
     @property
+    def has_switch(self) -> bool:
+        return any(f.topic == "switch" for f in self.facts)
+
+    @property
     def switch_step(self) -> int:
+        """The first topic switch (a story without one has no such step: check :attr:`has_switch`)."""
         return next(t for t, f in enumerate(self.facts) if f.topic == "switch")
 
     @property
+    def overwrite(self) -> Query | None:
+        """The query of the first key written with two different values (the scripted story's Dee), or None."""
+        changed = [q for q in self.queries if len({f.value for f in self.facts if f.key == q.key}) > 1]
+        return changed[0] if changed else None
+
+    @property
+    def overwritten_value(self) -> str | None:
+        """The value the overwrite replaced last (the one written just before the final one)."""
+        q = self.overwrite
+        if q is None:
+            return None
+        values = [f.value for f in self.facts if f.key == q.key]
+        return next(v for v in reversed(values) if v != q.expected)
+
+    @property
     def overwrite_step(self) -> int:
-        return max(t for t, f in enumerate(self.facts) if f.key == OVERWRITE.key)
+        q = self.overwrite if self.overwrite is not None else OVERWRITE
+        return max(t for t, f in enumerate(self.facts) if f.key == q.key)
+
+    @property
+    def long_lived(self) -> tuple[Query, ...]:
+        """The queries of long-lived facts (the scripted story's name → Kim)."""
+        return tuple(q for q in self.queries if q.topic == "long")
 
     def step_of(self, key: str, value: str) -> int:
         return next(t for t, f in enumerate(self.facts) if (f.key, f.value) == (key, value))
@@ -142,19 +182,29 @@ class Story:
     @property
     def row_labels(self) -> list[str]:
         """Names of the K state rows: the key that owns each channel, or "ch i" when keys overlap or a row is spare."""
-        owned = list(KEYS) if self.keys_fit else []
+        owned = list(self.vocab_keys) if self.keys_fit else []
         return [owned[i] if i < len(owned) else f"ch {i}" for i in range(self.K)]
 
     @property
     def column_labels(self) -> list[str]:
-        owned = list(VALUES) if self.values_fit else []
+        owned = list(self.vocab_values) if self.values_fit else []
         return [owned[j] if j < len(owned) else f"v{j}" for j in range(self.V)]
 
+    def key_line(self, *, normaliser: bool = False) -> str:
+        """One line saying what the story chart's marks mean (shown under every story chart)."""
+        parts = [KEY_LINE]
+        if normaliser:
+            parts.append("z: the normaliser column (Σ φ(k), divides every read)")
+        if any(label.startswith("ch ") for label in self.row_labels):
+            spare = "a spare key channel" if self.keys_fit else "key channel i (keys overlap: over capacity)"
+            parts.append(f"ch i: {spare}")
+        return " · ".join(parts)
+
     def key(self, name: str) -> np.ndarray:
-        return self.key_emb[KEYS.index(name)]
+        return self.key_emb[self.vocab_keys.index(name)]
 
     def value(self, name: str) -> np.ndarray:
-        return self.value_emb[VALUES.index(name)]
+        return self.value_emb[self.vocab_values.index(name)]
 
     def inputs(self) -> tuple[np.ndarray, np.ndarray]:
         """Keys [T, K] and values [T, V] of every step (queries equal keys: each token asks for its own key)."""
@@ -178,17 +228,26 @@ class Story:
             return None
         alpha = np.full((self.T, self.K), float(alpha_keep))
         if gate == "scalar":
-            alpha[self.switch_step] = alpha_switch
+            alpha[[t for t, f in enumerate(self.facts) if f.topic == "switch"]] = alpha_switch
         else:
-            held = self.key("name") ** 2  # the long-lived key's share of each channel (sums to 1)
-            alpha[self.switch_step] = alpha_switch + (alpha_keep - alpha_switch) * held
+            # the long-lived keys' share of each channel (exactly their own channels while the keys fit)
+            held = np.minimum(sum((self.key(q.key) ** 2 for q in self.long_lived), np.zeros(self.K)), 1.0)
+            switches = [t for t, f in enumerate(self.facts) if f.topic == "switch"]
+            alpha[switches] = alpha_switch + (alpha_keep - alpha_switch) * held
         with np.errstate(divide="ignore"):
             g = np.log(alpha)  # −inf where α = 0
         return g[:, 0] if gate == "scalar" else g
 
 
-def make_story(T: int = 12, K: int = len(KEYS), V: int = len(VALUES)) -> Story:
-    """The story stretched to ``T`` tokens (extra filler spread over the filler slots), embedded in K and V dims."""
+def make_story(T: int = 12, K: int = len(KEYS), V: int = len(VALUES), written: WrittenStory | None = None) -> Story:
+    """The story stretched to ``T`` tokens (extra filler spread over the filler slots), embedded in K and V dims.
+
+    ``written``: a story a visitor wrote (:func:`lineage.story_text.parse_story`) instead of the scripted one. It
+    runs as written, at its own length (T is ignored), with its own keys, values and queries; each of its keys (and
+    the filler) owns a state row while they fit in K, and overlap past it, as the scripted story's do.
+    """
+    if written is not None:
+        return _written_story(written, K, V)
     checks.positive_int("T", T)
     if T < MIN_T:
         raise ValueError(f"the story needs T ≥ {MIN_T} tokens (its facts, switch and overwrite), got T = {T}")
@@ -202,6 +261,21 @@ def make_story(T: int = 12, K: int = len(KEYS), V: int = len(VALUES)) -> Story:
     key_emb, keys_fit = embeddings(len(KEYS), K, salt=0)
     value_emb, values_fit = embeddings(len(VALUES), V, salt=1)
     return Story(tuple(facts), K, V, key_emb, value_emb, keys_fit, values_fit)
+
+
+def _written_story(written: WrittenStory, K: int, V: int) -> Story:
+    facts = tuple(Fact(t.key, t.value, t.topic) for t in written.tokens)
+    vocab_keys = (*written.keys, FILLER)
+    vocab_values = (*written.values, FILLER_VALUE)
+    queries = tuple(Query(a.key, a.expected, a.topic, a.why) for a in written.asks)
+    key_emb, keys_fit = embeddings(len(vocab_keys), K, salt=0)
+    value_emb, values_fit = embeddings(len(vocab_values), V, salt=1)
+    return Story(facts, K, V, key_emb, value_emb, keys_fit, values_fit, vocab_keys, vocab_values, queries, True)
+
+
+def default_story() -> Story:
+    """The story at the stage pages' default sizes (T = DEFAULT_T, K = DEFAULT_K, V = DEFAULT_V)."""
+    return make_story(DEFAULT_T, DEFAULT_K, DEFAULT_V)
 
 
 def story_tensors(

@@ -3,10 +3,12 @@ story survives its round trips through text and through a link."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lineage.story import make_story
 from lineage.story_text import FILLER, MAX_NAME, MAX_TEXT, parse_story, story_link
 
 CAP = 64
@@ -112,7 +114,55 @@ def test_any_text_is_a_story_or_problems_never_an_exception(text):
     story, problems = parse_story(text, max_tokens=CAP)
     assert (story is None) == bool(problems)
     for p in problems:
-        assert p.why and 0 <= p.line <= text.count("\n") + 1
+        assert p.why and 0 <= p.line <= len(text.splitlines())
     if story is not None:  # every name is plain: nothing that Markdown or HTML would read
         for t in story.tokens:
             assert not set(t.key + t.value) & set("<>[]()`*#!|\\")
+
+
+# ---- the written story as the stages run it (lineage.story.make_story) ------------------------------------------
+
+
+def scripted_as_text(story) -> str:
+    """The scripted story written out in the syntax, its queries included."""
+
+    def line(f) -> str:
+        if f.topic == "switch":
+            return "|"
+        return "..." if f.key == FILLER else f"{'*' * (f.topic == 'long')}{f.key} = {f.value}"
+
+    lines = [line(f) for f in story.facts]
+    return "\n".join(lines + [f"? {q.key}" for q in story.queries])
+
+
+@pytest.mark.parametrize("T", [make_story().T, 32])
+def test_the_scripted_story_written_out_runs_exactly_as_the_scripted_one(T):
+    """Same tokens, same vocabulary in the same order, so the same embeddings, gates and inputs: every stage's run and
+    claim on it is the default's."""
+    scripted = make_story(T, 8, 8)
+    written = make_story(K=8, V=8, written=parsed(scripted_as_text(scripted)))
+    assert written.facts == scripted.facts and written.T == T
+    assert written.vocab_keys == scripted.vocab_keys and written.vocab_values == scripted.vocab_values
+    assert [(q.key, q.expected) for q in written.queries] == [(q.key, q.expected) for q in scripted.queries]
+    for a, b in zip(written.inputs(), scripted.inputs(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    for gate in ("scalar", "channel"):
+        np.testing.assert_array_equal(written.gates(gate, 0.9, 0.1), scripted.gates(gate, 0.9, 0.1))
+    assert written.overwrite.key == scripted.overwrite.key and written.overwritten_value == scripted.overwritten_value
+
+
+def test_a_written_story_brings_its_own_keys_values_and_queries():
+    story = make_story(K=4, V=8, written=parsed("*x = 1, a = 2, |, a = 3, a = 4, b = 5, c = 6"))
+    assert story.vocab_keys == ("x", "a", "b", "c", FILLER) and story.vocab_values[:6] == ("1", "2", "3", "4", "5", "6")
+    assert not story.keys_fit and story.values_fit  # five keys in four rows: over capacity, and the rows say so
+    assert story.row_labels == ["ch 0", "ch 1", "ch 2", "ch 3"]
+    assert story.overwrite.key == "a" and story.overwritten_value == "3" and story.overwrite.expected == "4"
+    assert [q.key for q in story.long_lived] == ["x"]
+    g = story.gates("channel", 1.0, 0.0)
+    assert story.has_switch and np.isfinite(g[story.switch_step]).sum() >= 1  # the long-lived key's share is held
+
+
+def test_a_story_without_a_switch_or_a_long_lived_fact():
+    story = make_story(K=8, V=8, written=parsed("a = 1, b = 2"))
+    assert not story.has_switch and story.overwrite is None and story.overwritten_value is None
+    assert story.long_lived == () and np.all(story.gates("channel", 0.9, 0.0) == np.log(0.9))
