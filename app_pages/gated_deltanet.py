@@ -6,11 +6,13 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.gated_deltanet import gated_deltanet
-from lineage.story import make_story
-from ui.classroom import chart, prose, step_control, tour_nav
+from lineage.story import OVERWRITE, OVERWRITTEN_VALUE, QUERIES, make_story
+from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
 from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
+
+LONG = QUERIES[0]  # the long-lived fact
 
 stage_header("gated_deltanet")
 top = top_slot()
@@ -83,6 +85,10 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) ->
         run=run,
         story=story,
         claim=claims.forget_claim("gated_deltanet", run, story, deltanet),
+        topic_a=claims.topic_a_held(run, story),
+        long_held=claims.long_fact_held(run, story),
+        error=claims.overwrite_error(run, story),
+        mix=claims.overwrite_mix(run, story),
         retention=demo.retention(run.g)[:, :, 0],
         deltanet_states=deltanet.states,
     )
@@ -139,8 +145,20 @@ chart(
 )
 
 real_size_section("gated_deltanet")
-what_to_notice(
-    [
+if inputs == "story":
+    story = out["story"]
+    notice = [
+        f"At the switch ‖ (step {story.switch_step}) the one gate clears the whole memory: {out['topic_a']:.0%} of "
+        f"topic A is read back at the end, and {out['long_held']:.0%} of {LONG.key} → {LONG.expected} — one number "
+        "per head cannot keep one fact and drop the rest (KDA can).",
+        f"In the same run {OVERWRITE.key} is edited: {OVERWRITTEN_VALUE} replaced by {OVERWRITE.expected}, the "
+        f"answer {out['mix']} (error {out['error']:.3f}). Forgetting and editing, in one memory.",
+        "Slide the gate on every token below 1: every fact fades between writes, the oldest most; the retention "
+        "map below shows by how much. Set the gate at the switch to 1: nothing is cleared, and the two states are "
+        "identical — Gated DeltaNet is DeltaNet.",
+    ]
+else:
+    notice = [
         "With α varying, the rows of the retention map differ: an item written just before a small gate loses "
         "most of itself at once, one written just after it does not. Information written at different times "
         "fades at different speeds.",
@@ -149,5 +167,4 @@ what_to_notice(
         "The gate is still one number for the whole head, so every row of the state fades alike. KDA gives each "
         "key channel its own.",
     ]
-)
-tour_nav("gated_deltanet")
+what_to_notice(notice)

@@ -6,8 +6,8 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.gla import gla
-from lineage.story import make_story
-from ui.classroom import chart, prose, step_control, tour_nav
+from lineage.story import OVERWRITE, QUERIES, make_story
+from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
 from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
@@ -21,7 +21,7 @@ the state — a gate of its own. Rows with a gate near 1 hold on to what was wri
 keep only the last few tokens. Writes are still plain additions, as in linear attention.
 
 GLA is the additive cell of the grid's per-channel column; KDA below it keeps this gate and swaps the addition for
-the delta rule. Here the channels' gates are spread evenly from the slowest α (row 0) to the fastest (the last row).
+the delta rule.
 """
 )
 equation_panel("gla")
@@ -31,7 +31,13 @@ inputs = inputs_choice("gla")
 T, K, V = size_controls("gla")
 if inputs == "story":
     keep, switch = gate_controls("gla", per_channel=True)
+    st.markdown(
+        f"On the story every channel keeps α = {keep:g} on ordinary tokens. At the topic switch ‖ every channel closes "
+        f"to α = {switch:g} except the long-lived fact's (row *name*), which keeps α = {keep:g}: the channel a "
+        "trained per-channel gate would learn to hold. Mamba-2, the comparison, has one gate for the whole head."
+    )
 else:
+    st.markdown("Here the channels' gates are spread evenly from the slowest α (row 0) to the fastest (the last row).")
     a, b, c = st.columns(3)
     alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, bind="query-params", key="gla_alpha")
     alpha_min = b.slider(
@@ -61,7 +67,10 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float) -> dict:
     knobs = claims.Knobs(alpha_keep=keep, alpha_switch=switch)
     run = claims.run_story("gla", story, knobs)
     return dict(
-        run=run, story=story, claim=claims.channel_claim("gla", run, story, claims.trace_story("mamba2", story, knobs))
+        run=run,
+        story=story,
+        claim=claims.channel_claim("gla", run, story, claims.trace_story("mamba2", story, knobs)),
+        mix=claims.overwrite_mix(run, story),
     )
 
 
@@ -94,13 +103,22 @@ chart(
 )
 
 real_size_section("gla")
-what_to_notice(
-    [
+if inputs == "story":
+    claim = out["claim"]
+    notice = [
+        f"At the switch ‖ topic A's rows (Ada, Bo, Cy) close while row *name* stays open: {claim.shown} of "
+        f"{QUERIES[0].key} → {QUERIES[0].expected} is read back at the end. {claim.compare}.",
+        "Set the gate at the switch to 1: nothing closes, and GLA on the story holds what Mamba-2 with its gate open "
+        "holds.",
+        f"Writes only ever add: {OVERWRITE.key}'s row holds both its values, {out['mix']}. Nothing here replaces "
+        "the value stored under a key — that is what the delta rule of DeltaNet, Gated DeltaNet and KDA adds.",
+    ]
+else:
+    notice = [
         "Rows with a small α flicker: they show mostly the last token or two. Rows with α near 1 change slowly and "
         "pile up the whole history.",
         "Set both sliders to the same α (and the variation to 0): every row fades alike and GLA is Mamba-2 again.",
         "Writes only ever add. Nothing here replaces the value stored under a key — that is what the delta rule "
         "of DeltaNet, Gated DeltaNet and KDA adds.",
     ]
-)
-tour_nav("gla")
+what_to_notice(notice)

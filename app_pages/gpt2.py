@@ -8,10 +8,10 @@ from lineage import claims, demo, plots
 from lineage.io_cost import recompute_generation_cost
 from lineage.plots.story import attention_story
 from lineage.softmax import CausalSelfAttention, decode_recompute
-from lineage.story import make_story
-from ui.classroom import chart, controls_row, prose, step_control, tour_nav
+from lineage.story import MIN_T, make_story
+from ui.classroom import chart, controls_row, prose, step_control
 from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
-from ui.story import equation_panel, inputs_choice, show_claim, top_slot
+from ui.story import equation_panel, inputs_choice, show_claim, story_key, top_slot
 
 stage_header("gpt2")
 top = top_slot()
@@ -34,7 +34,7 @@ show_code(decode_recompute, CausalSelfAttention.forward, recompute_generation_co
 cap = caps()
 inputs = inputs_choice("gpt2")
 a, b, c = controls_row(3, caps=[cap_note("T", cap.T), cap_note("Heads", cap.heads), cap_note("Head dim", cap.head_dim)])
-T = capped_slider(a, "Tokens to generate T", 2, cap.T, 32, key="gpt2_T", name="T")
+T = capped_slider(a, "Tokens to generate T", MIN_T, cap.T, 32, key="gpt2_T", name="T")
 n_heads = capped_slider(b, "Heads", 1, cap.heads, 4, key="gpt2_heads", name="Heads", help="GPT-2 124M has 12.")
 head_dim = capped_slider(
     c, "Head dim", 2, cap.head_dim, 16, key="gpt2_head_dim", name="Head dim", help="GPT-2 124M uses 64."
@@ -96,6 +96,7 @@ with top:
             "and with a cache, with a marker at the current step.",
             export_name="gpt2_story",
         )
+        story_key(story)
     else:
         st.info("The claim is tested on the story: choose the story as inputs below to see it.")
         chart(
@@ -107,8 +108,8 @@ with top:
             export_name="gpt2_attention",
         )
     st.caption(
-        f"Checked: recomputing and caching give the same outputs to {run.err_recompute:.1e} (relative RMS), "
-        f"on {run.device}."
+        f"Checked: recomputing and caching give the same outputs to {run.err_recompute:.1e} (relative RMS); "
+        f"{run.device}."
     )
 chart(
     plots.recompute_cost(
@@ -131,4 +132,3 @@ what_to_notice(
         "values instead is the KV cache, the next stage.",
     ]
 )
-tour_nav("gpt2")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from lineage import footprints, plots, stages
+from lineage import claims, footprints, plots, stages
 from ui.classroom import chart, prose, start_tour
 from ui.common import markdown_table
 from ui.first_chart import defer_rest
@@ -40,15 +40,28 @@ all_mla = footprints.custom_spec(
     name="all-MLA",
 )
 mla_bytes = np.asarray(footprints.kv_cache_curve(all_mla, seq_lens, "bf16").total_bytes, dtype=np.float64)
-hybrid_cut = 1 - per_stage["hybrid"][-1] / mla_bytes[-1]
+home_hybrid = footprints.custom_spec(
+    n_layers=stages.HYBRID_EVERY,
+    n_heads=compare["n_heads"],
+    n_kv_heads=compare["n_heads"],
+    head_dim=compare["head_dim"],
+    layer_kinds=stages.stage("hybrid").layer_kinds,
+    dtype="bf16",
+    name="hybrid",
+)
+longest = int(seq_lens[-1])
+saving = claims.hybrid_saving(home_hybrid, longest, "bf16")  # the hybrid line below, against the all-MLA line
 n_kda = stages.HYBRID_EVERY - 1
 kimi = footprints.MODELS["kimi-linear-48b"]
-kimi_cut = footprints.reduction_vs_all_mla(kimi, int(seq_lens[-1]), "bf16")
+kimi_saving = claims.hybrid_saving(kimi, longest, "bf16")
 chart(
     plots.memory_by_stage(
         seq_lens,
         per_stage,
-        notes={"hybrid": f"{n_kda} KDA : 1 MLA layers<br>−{hybrid_cut:.0%} against all-MLA"},
+        notes={
+            "hybrid": f"{n_kda} KDA : 1 MLA layers<br>−{saving.total:.1%} against all-MLA at 1M<br>"
+            f"({claims.SAVING_TOTAL})"
+        },
         baseline=("All-MLA, same width", "(the article's −75% baseline)", mla_bytes),
         title="Bytes one layer holds while decoding (log-log)",
     ),
@@ -66,10 +79,10 @@ st.caption(
     f"and MLA caches {all_mla.kv_lora_rank} + {all_mla.rope_dim} latent numbers per token (DeepSeek's sizes) instead "
     f"of GPT-2's {2 * compare['n_heads'] * compare['head_dim']:,} keys and values: so at 1M it sits "
     f"{per_stage['gpt2'][-1] / per_stage['hybrid'][-1]:.0f}× below GPT-2, of which only the layer ratio is the "
-    f"hybrid's saving. Like for like — against the same layers all MLA — it holds {hybrid_cut:.1%} less at 1M; Kimi "
-    f"Linear's own schedule ({len(kimi.layers_of('mla'))} MLA of {kimi.n_layers} layers, from its config.json) gives "
-    f"{kimi_cut:.1%}, the article's “−75%”. Computed by `lineage.stages.memory_per_layer` and `lineage.footprints`; "
-    "hover a line for exact bytes."
+    f"hybrid's saving. Like for like — against the same layers all MLA, at {longest:,} tokens — it saves "
+    f"{saving.text()}. Kimi Linear's own schedule ({kimi_saving.n_mla} MLA of {kimi_saving.n_layers} layers, from its "
+    f"config.json) saves {kimi_saving.text()}: the article's “−75%”. Computed by `lineage.stages.memory_per_layer` "
+    "and `lineage.footprints`; hover a line for exact bytes."
 )
 
 # A fresh visitor's first run ends here, and the rest comes once the browser has drawn the chart above
@@ -132,19 +145,20 @@ outside = [s for s in stages.all_stages() if not s.in_grid]
 for col, stage in zip(st.columns(len(outside), border=True), outside, strict=True):
     stage_cell(col, stage)
 
-st.subheader("22,580 GPT-2s?")
 ratio = footprints.lineage_ratio()
+st.subheader(f"{int(ratio.ratio_to_nominal):,} GPT-2s?")  # the article's title; the metrics below name both counts
 gpt2, k3 = footprints.PARAMETER_FACTS["gpt2"], footprints.PARAMETER_FACTS["kimi-k3"]
-r1, r2, r3 = st.columns(3)
+r1, r2, r3, r4 = st.columns(4)
 r1.metric("GPT-2 parameters", f"{gpt2.parameters:,}", help=f"{gpt2.how}: {gpt2.source}")
 r2.metric("Kimi K3 parameters", f"{k3.parameters:,}", help=f"{k3.how}: {k3.source}")
-r3.metric("GPT-2s in one Kimi K3", f"{ratio.ratio_to_computed:,.0f}")
+r3.metric("GPT-2s in one Kimi K3 (nominal)", f"{int(ratio.ratio_to_nominal):,}", help=claims.RATIO_NOMINAL)
+r4.metric("GPT-2s in one Kimi K3 (exact)", f"{ratio.ratio_to_computed:,.0f}", help=claims.RATIO_EXACT)
 st.markdown(
     f"""
-The article this app follows puts **{int(ratio.ratio_to_nominal):,}** in its title. That is 2.8 trillion divided by
-the nominal "124M" of GPT-2's name, {ratio.ratio_to_nominal:,.1f}, with the decimals dropped. Counting GPT-2's
-parameters from its configuration gives {gpt2.parameters:,}, and the ratio becomes
-{ratio.ratio_to_computed:,.0f}. Either way, parameters are not the story told here: the mechanisms of memory are.
+The article this app follows puts **{int(ratio.ratio_to_nominal):,}** in its title: {claims.RATIO_NOMINAL}
+({ratio.ratio_to_nominal:,.1f}, with the decimals dropped). The app also gives
+**{ratio.ratio_to_computed:,.0f}**: {claims.RATIO_EXACT}. Both are right; they divide by different counts of
+GPT-2. Either way, parameters are not the story told here: the mechanisms of memory are.
 """
 )
 st.caption(f"GPT-2: {gpt2.how}. Kimi K3: **{k3.how}** — {k3.source}.")

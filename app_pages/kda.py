@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.kda import kda
-from lineage.story import make_story
-from ui.classroom import chart, prose, step_control, tour_nav
+from lineage.story import OVERWRITE, OVERWRITTEN_VALUE, QUERIES, make_story
+from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
 from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
+
+LONG = QUERIES[0]  # the long-lived fact
 
 stage_header("kda")
 top = top_slot()
@@ -21,10 +22,6 @@ Gated DeltaNet forgets and edits, but with one gate for the whole head: every ro
 pace, so the head must choose between remembering long and tracking recent tokens. Kimi Linear's KDA makes the gate
 a vector, one α per key channel, and keeps the delta-rule write. Some channels can hold a fact across thousands of
 tokens while others turn over every few steps, and the layer learns which is which.
-
-Here the channels' gates are spread evenly from the slowest α (row 0) to the fastest (the last row). Beside KDA
-runs Gated DeltaNet on the same tokens, with one gate set to the channels' mean α — the same forgetting on average,
-spent evenly instead of unevenly.
 """
 )
 equation_panel("kda")
@@ -35,7 +32,17 @@ T, K, V = size_controls("kda")
 if inputs == "story":
     keep, switch = gate_controls("kda", per_channel=True)
     beta = st.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="kda_beta")
+    st.markdown(
+        f"On the story every channel keeps α = {keep:g} on ordinary tokens. At the topic switch ‖ every channel closes "
+        f"to α = {switch:g} except the long-lived fact's (row *name*), which keeps α = {keep:g}. Beside KDA runs Gated "
+        "DeltaNet with the same gate values as one number for the whole head, so its switch closes row *name* too."
+    )
 else:
+    st.markdown(
+        "Here the channels' gates are spread evenly from the slowest α (row 0) to the fastest (the last row). Beside "
+        "KDA runs Gated DeltaNet on the same tokens, with one gate set to the channels' mean α — the same forgetting "
+        "on average, spent evenly instead of unevenly."
+    )
     a, b, c, d = st.columns(4)
     alpha = a.slider("α of the slowest channel (row 0)", 0.0, 1.0, 0.99, 0.01, bind="query-params", key="kda_alpha")
     alpha_min = b.slider(
@@ -89,7 +96,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) ->
         story=story,
         claim=claims.channel_claim("kda", run, story, gdn),
         gdn_states=gdn.states,
-        scalar_alpha=float(np.exp(gdn.g[story.switch_step, 0])),
+        error=claims.overwrite_error(run, story),
         retention=demo.retention(run.g)[0],
         gdn_retention=demo.retention(gdn.g)[0],
     )
@@ -116,13 +123,17 @@ chart(
     key="kda_gates",
     alt="Heatmap of α for every key channel (rows) at every step (columns), on a 0 to 1 scale.",
 )
+if inputs == "story":
+    gdn_name = f"Gated DeltaNet: α = {keep:g} per token, {switch:g} at ‖, all channels alike"
+    kda_name = f"KDA: α = {keep:g} per token, {switch:g} at ‖ except row name"
+    what = f"token 0's write ({out['story'].labels[0]})"
+else:
+    gdn_name, kda_name = f"Gated DeltaNet: α = {out['scalar_alpha']:.3f} for all", "KDA: α per channel"
+    what = "token 0's write"
 chart(
     plots.channel_retention(
-        {
-            "KDA: α per channel": retention,
-            f"Gated DeltaNet: α = {out['scalar_alpha']:.3f} for all": out["gdn_retention"],
-        },
-        title="How much of token 0's write each channel keeps, t steps later",
+        {kda_name: retention, gdn_name: out["gdn_retention"]},
+        title=f"How much of {what} each channel keeps, t steps later",
     ),
     key="kda_retention",
     alt="Two heatmaps, channels by lag: KDA's rows fade at different speeds, Gated DeltaNet's all alike.",
@@ -130,7 +141,10 @@ chart(
 st.caption("The decay alone: α multiplied over the steps since the write. The delta rule may also overwrite it.")
 chart(
     plots.state_animation(
-        {"KDA S_t": run.states, "Gated DeltaNet S_t (mean α)": out["gdn_states"]},
+        {
+            "KDA S_t": run.states,
+            f"Gated DeltaNet S_t ({'same gates, one per head' if inputs == 'story' else 'mean α'})": out["gdn_states"],
+        },
         title="The state, token by token (one colour scale)",
         start=step,
     ),
@@ -140,8 +154,20 @@ chart(
 )
 
 real_size_section("kda")
-what_to_notice(
-    [
+if inputs == "story":
+    claim, story = out["claim"], out["story"]
+    notice = [
+        f"In KDA's retention map row 0 (name's channel) keeps token 0's write through the switch ‖ at step "
+        f"{story.switch_step}; every other row drops to α = {switch:g} there. Gated DeltaNet's one gate drops every "
+        f"row, name's too: {claim.shown} of {LONG.key} → {LONG.expected} is read back from KDA at the end; "
+        f"{claim.compare}.",
+        "Set the gate at the switch to 1: nothing closes, and KDA and Gated DeltaNet hold the same state.",
+        f"The delta rule edits as before: {OVERWRITE.key}'s answer has error {out['error']:.3f} after "
+        f"{OVERWRITTEN_VALUE} was replaced by {OVERWRITE.expected}.",
+        "What a fixed state cannot do is keep every detail forever. The hybrid keeps a few softmax layers for that.",
+    ]
+else:
+    notice = [
         "In KDA's retention map the top rows stay bright across the whole sequence while the bottom rows go dark "
         "within a few steps. Gated DeltaNet, with the same mean α, gives every row the same middling fade: its "
         "long memory is shorter than KDA's slow channels, its short memory longer than KDA's fast ones.",
@@ -149,5 +175,4 @@ what_to_notice(
         "same and the two states are identical — KDA with equal gates is Gated DeltaNet.",
         "What a fixed state cannot do is keep every detail forever. The hybrid keeps a few softmax layers for that.",
     ]
-)
-tour_nav("kda")
+what_to_notice(notice)

@@ -6,12 +6,13 @@ import streamlit as st
 
 from lineage import claims, demo, footprints, plots
 from lineage.kv_cache import KVCache
+from lineage.plots.palette import KIND_COLOURS
 from lineage.plots.story import attention_story
 from lineage.softmax import decode_step, tiled_softmax_attention
-from lineage.story import make_story
-from ui.classroom import chart, controls_row, prose, step_control, tour_nav
+from lineage.story import MIN_T, make_story
+from ui.classroom import chart, controls_row, prose, step_control
 from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
-from ui.story import equation_panel, inputs_choice, show_claim, top_slot
+from ui.story import equation_panel, inputs_choice, show_claim, story_key, top_slot
 
 stage_header("kv_cache")
 top = top_slot()
@@ -34,7 +35,7 @@ show_code(KVCache.append, decode_step)
 cap = caps()
 inputs = inputs_choice("kv_cache")
 a, b, c = controls_row(3, caps=[cap_note("T", cap.T), cap_note("Heads", cap.heads), cap_note("Head dim", cap.head_dim)])
-T = capped_slider(a, "Tokens to generate T", 2, cap.T, 32, key="kv_cache_T", name="T")
+T = capped_slider(a, "Tokens to generate T", MIN_T, cap.T, 32, key="kv_cache_T", name="T")
 n_heads = capped_slider(b, "Heads", 1, cap.heads, 4, key="kv_cache_heads", name="Heads", help="GPT-2 124M has 12.")
 head_dim = capped_slider(
     c, "Head dim", 2, cap.head_dim, 16, key="kv_cache_head_dim", name="Head dim", help="GPT-2 124M uses 64."
@@ -56,7 +57,7 @@ def live(T: int, n_heads: int, head_dim: int, seed: int, block_size: int, inputs
         story = make_story(T)
         run = claims.run_softmax_story(story, n_heads, head_dim, seed, block_size=block_size)
         # a fixed K × V state of the same head width, in the same fp32: what linear attention keeps instead
-        return dict(run=run, story=story, claim=claims.kv_cache_claim(run, story, head_dim * head_dim * 4))
+        return dict(run=run, story=story, claim=claims.kv_cache_claim(run, story))
     return dict(run=demo.run_softmax(T, n_heads, head_dim, seed, block_size=block_size), story=None, claim=None)
 
 
@@ -92,12 +93,14 @@ with top:
                 series_title="Head 0's cache",
                 y_title="bytes",
                 start=step,
+                colours={"bytes held": KIND_COLOURS["cache"]},  # a cache: the colour of what grows, on every page
             ),
             key="kv_cache_story",
             alt="Animated attention of head 0 over the story's tokens beside the bytes its cache holds and the bytes "
             "read so far, with a marker at the current step.",
             export_name="kv_cache_story",
         )
+        story_key(story)
     else:
         st.info("The claim is tested on the story: choose the story as inputs below to see it.")
 chart(
@@ -192,4 +195,3 @@ what_to_notice(
         "constant, it does not change the O(N²) algorithm. Linear attention, next, changes the algorithm.",
     ]
 )
-tour_nav("kv_cache")

@@ -8,7 +8,7 @@ from lineage import claims, demo, plots
 from lineage.linear_attention import FEATURE_MAPS, linear_attention
 from lineage.recurrence import parallel_memory
 from lineage.story import make_story
-from ui.classroom import chart, prose, step_control, tour_nav
+from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
 from ui.story import checked_line, equation_panel, inputs_choice, show_claim, story_chart, top_slot
@@ -35,14 +35,19 @@ show_code(linear_attention, parallel_memory, title="The whole op and its T × T 
 
 inputs = inputs_choice("linear_attention")
 T, K, V = size_controls("linear_attention")
+# relu first, so the story opens on the blend its claim is about; the paper's elu(x) + 1 is one click away
 feature_map = st.radio(
     "Feature map φ",
-    [name for name in FEATURE_MAPS if name != "identity"],
-    format_func={"elu1": "elu(x) + 1 (the paper's)", "relu": "relu(x)"}.get,
+    sorted((name for name in FEATURE_MAPS if name != "identity"), key=lambda n: n != claims.STORY_FEATURE_MAP),
+    format_func={
+        "elu1": "elu(x) + 1 (the paper's: every key overlaps every other)",
+        "relu": "relu(x) (keeps the story's keys apart)",
+    }.get,
     horizontal=True,
     bind="query-params",
     key="linear_attention_feature_map",
-    help="Both are non-negative, so the normaliser z·φ(q) stays positive.",
+    help="Both are non-negative, so the normaliser z·φ(q) stays positive. With elu(x) + 1 every feature is at least "
+    "1, so every key overlaps every other and the story's many filler tokens swamp each read.",
 )
 
 
@@ -51,7 +56,7 @@ def live(T: int, K: int, V: int, seed: int, feature_map: str, inputs: str) -> di
     if inputs == "story":
         story = make_story(T, K, V)
         run = claims.run_story("linear_attention", story, claims.Knobs(feature_map=feature_map))
-        claim = claims.linear_claim(run, story, claims.trace_story("deltanet", story))
+        claim = claims.linear_claim(run, story, claims.trace_story("deltanet", story), feature_map)
     else:
         story, claim = None, None
         run = demo.run_stage("linear_attention", T, K, V, seed, feature_map=feature_map)
@@ -121,9 +126,14 @@ what_to_notice(
         "Each write lands on top of what is already there; nothing is ever replaced. The normaliser column z only "
         "grows (φ(k) ≥ 0 in every entry), and the state's size keeps climbing.",
         f"With one pair stored, the read is exact. After {T} writes it misses by {recall.by_step[-1]:.0%} on "
-        "average: non-negative features make every key overlap every other, so a read returns a blend of values.",
+        + (
+            "average: elu(x) + 1 is at least 1 in every entry, so every key overlaps every other and a read returns a "
+            "blend of values."
+            if feature_map == "elu1"
+            else "average: relu keeps keys apart only where they share no positive entry; a key written twice, or "
+            "keys that overlap, read back a blend of values."
+        ),
         "Recurrent, chunked and T × T forms agree to float precision. Same numbers, different schedules: the "
         "recurrence for decoding, the parallel forms for training.",
     ]
 )
-tour_nav("linear_attention")

@@ -9,7 +9,7 @@ from lineage import bench_decode, plots
 from lineage.device import device_info
 from lineage.softmax import decode_step
 from ui.caps import benchmark_memory_bytes
-from ui.classroom import chart
+from ui.classroom import chart, prose
 from ui.common import caps, device_label, remember_measured_bandwidth, run_or_stop, show_code, what_to_notice
 from ui.results import BENCHMARKS
 
@@ -21,7 +21,8 @@ BUDGET_NOTES = {
 }
 
 st.title("Live benchmark")
-st.markdown(
+claim_slot = st.container()  # the page's claim and its number, filled below (measured once a run exists)
+prose(
     f"""
 The Memory & cost page *computes* how many bytes a decoding step must read. This page *measures* what that costs
 on the machine running this app. We time one decoding step of two layers of the same width
@@ -36,6 +37,10 @@ We also time a plain memory copy (`dst.copy_(src)`), the fastest this device mov
 by bandwidth, not arithmetic, the KV step's time grows in step with N and its bytes read per second approach the
 copy's, while the KDA step stays flat.
 """
+)
+CLAIM = (
+    "**Decoding is bound by memory bandwidth: a KV-cache step reads its whole cache, so its time grows with the "
+    "context, while a KDA step reads a fixed state and stays flat.**"
 )
 
 cap = benchmark_memory_bytes()  # ui.caps: on a CPU, less than one run's budget of the memory every visitor shares
@@ -78,7 +83,7 @@ def benchmark(budget: str) -> bench_decode.DecodeBenchmark:
 # Results live in a store of the process (ui.results), not in st.cache_data: any client can clear that cache, and so
 # force run after run. A budget is measured on request, at most once a minute for all visitors together; a budget
 # already requested in this session is shown again from the store.
-requested = st.session_state.setdefault("live_benchmark_requested", set())
+requested = st.session_state.setdefault("_live_benchmark_requested", set())
 if clicked:
     requested.add(budget)
 key = (device_label(), budget)
@@ -97,6 +102,22 @@ else:
         f"minute for all visitors together"
         + (f"; the next can start in {wait:.0f} s." if wait > 0 else "; press Run benchmark for a new one.")
     )
+
+with claim_slot:
+    st.markdown(CLAIM)
+    if result is None:
+        state = bench_decode.HEADS * bench_decode.HEAD_DIM**2 * bench_decode.DTYPE_BYTES  # one KDA layer's state
+        st.metric(
+            f"bytes one step reads at {cap_context:,} tokens: KV cache vs KDA state (computed)",
+            f"{plots.format_bytes(bench_decode.kv_bytes(cap_context))} vs {plots.format_bytes(state)}",
+            help="Press Run benchmark below to measure what reading them costs on this machine.",
+        )
+    else:
+        st.metric(
+            f"one decoding step at {result.contexts[-1]:,} tokens: KV cache vs KDA (measured, median)",
+            f"{result.kv_ms[-1]:.3g} ms vs {result.kda_ms[-1]:.3g} ms",
+            help=f"At {result.contexts[0]:,} tokens: {result.kv_ms[0]:.3g} ms vs {result.kda_ms[0]:.3g} ms.",
+        )
 
 if result is not None:
     r = result

@@ -7,8 +7,8 @@ import streamlit as st
 from lineage import claims, demo, plots
 from lineage.mamba2 import mamba2
 from lineage.recurrence import parallel_memory
-from lineage.story import make_story
-from ui.classroom import chart, prose, step_control, tour_nav
+from lineage.story import OVERWRITE, make_story
+from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
 from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
@@ -89,6 +89,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float) -> dict:
         run=run,
         story=story,
         claim=claims.forget_claim("mamba2", run, story, off),
+        mix=claims.overwrite_mix(run, story),
         norms=demo.state_norms(run.states),
         mask=demo.decay_mask(run.g)[:, :, 0],
         attention=demo.mixing_matrix(run),
@@ -153,8 +154,21 @@ st.caption(
 )
 
 real_size_section("mamba2")
-what_to_notice(
-    [
+if inputs == "story":
+    story = out["story"]
+    s_at = story.switch_step
+    notice = [
+        f"At the switch ‖ (step {s_at}) ‖S_t‖ drops from {out['norms'][s_at - 1]:.2f} to {out['norms'][s_at]:.2f}: "
+        "one gate for the head clears every row at once, the long-lived fact's too. Without the gate (α = 1) "
+        f"nothing drops: {out['norms_off'][s_at]:.2f}.",
+        f"Mamba-2 forgets but cannot edit: {OVERWRITE.key}'s row keeps both its values, {out['mix']}.",
+        "In the decay mask every row after the switch is dark before it; with the gate on every token below 1, "
+        "rows also darken with distance.",
+        "The recurrence and the T×T attention form are two ways of computing the same thing — the numbers above "
+        "agree to float precision.",
+    ]
+else:
+    notice = [
         "Without the gate the state keeps growing with every write. With it, ‖S_t‖ levels off: old writes fade "
         "about as fast as new ones arrive.",
         "The whole state brightens and fades together — one gate per head. GLA and KDA give each key channel its "
@@ -165,5 +179,4 @@ what_to_notice(
         "The recurrence and the T×T attention form are two ways of computing the same thing — the numbers above "
         "agree to float precision.",
     ]
-)
-tour_nav("mamba2")
+what_to_notice(notice)

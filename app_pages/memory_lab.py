@@ -13,6 +13,7 @@ from ui.common import capped_slider, caps, run_cost_note, run_or_error, seed, sh
 CACHE = dict(max_entries=64, ttl=3600, show_spinner=False)
 
 st.title("Memory lab")
+claim_slot = st.container()  # the lab's point and its numbers, filled once the experiments below have run
 prose(
     """
 The stage pages show one mechanism at a time. Here they all get **the same stream** of key–value pairs — softmax
@@ -142,7 +143,8 @@ def kda_split(d_k: int, gates: dict) -> str:
 
 
 def what_this_shows(result) -> None:
-    show_table(lab.table(result), key=f"lab_table_{type(result).__name__}", index=True)
+    numbers = lab.table(result)
+    show_table(numbers, key=f"lab_table_{type(result).__name__}", index=True, formats=lab.people_formats(numbers))
     st.info(f"**What this shows.** {lab.summary(result)}")
 
 
@@ -343,7 +345,8 @@ with overview:
     results = (r1, r2, r3, r4, r5)
     if all(r is not None for r in results):
         report = lab.LabReport(overwrite=r1, capacity=r2, topic_switch=r3, retention=r4, needle=r5)
-        show_table(lab.comparison_table(report), key="lab_comparison_table", index=True)
+        numbers = lab.comparison_table(report)
+        show_table(numbers, key="lab_comparison_table", index=True, formats=lab.people_formats(numbers))
         st.caption(
             "One headline number per experiment, from the runs below with their current controls. Errors are "
             "‖read − value‖ for unit values: 0 is perfect, about 1 means nothing useful came back; “A kept” is how "
@@ -351,3 +354,24 @@ with overview:
         )
     else:
         st.warning("Some experiments below could not run with these settings; the overview needs all five.")
+
+# ---- the claim, on the first screen --------------------------------------------------------------------------
+
+with claim_slot:
+    if r1 is not None and r5 is not None and {"deltanet", "linear_attention", "kda", lab.HYBRID} <= set(r1.mechanisms):
+        st.markdown(
+            "**The same stream, every mechanism: the delta rule updates a fact that addition can only blur, and the "
+            "hybrid's softmax cache finds the needle a fixed KDA state has lost.**"
+        )
+        m1, m2 = st.columns(2)
+        fmt = lab.people_number
+        m1.metric(
+            "overwrite: error of the new value, DeltaNet vs linear attention",
+            f"{fmt(r1.error_v2['deltanet'])} vs {fmt(r1.error_v2['linear_attention'])}",
+            help="‖read − v2‖ for unit values: 0 is the new value exactly, about 1 is nothing of it (experiment 1).",
+        )
+        m2.metric(
+            f"needle after {r5.n_fill} more pairs: error, {lab.label(lab.HYBRID)} vs KDA",
+            f"{fmt(r5.final_error[lab.HYBRID])} vs {fmt(r5.final_error['kda'])}",
+            help="The needle's recall error at the end of experiment 5.",
+        )

@@ -22,9 +22,25 @@ from lineage import demo, footprints, hybrid
 from lineage.lab import SHARP_SCALE
 from lineage.linear_attention import NORMALIZER_EPS
 from lineage.stages import stage
-from lineage.story import OVERWRITE, OVERWRITTEN_VALUE, QUERIES, Story, make_story, story_tensors, token_vectors
+from lineage.story import (
+    FILLER,
+    OVERWRITE,
+    OVERWRITTEN_VALUE,
+    QUERIES,
+    SWITCH,
+    Story,
+    default_story,
+    story_tensors,
+    token_vectors,
+)
 
 HELD_TOL = 0.05  # a fact counts as held when its share of the read is ≥ 1 − HELD_TOL, gone when ≤ HELD_TOL
+# Linear attention's φ on the story: relu keeps the story's one-hot keys apart, so the overwritten fact reads back as
+# the textbook blend of its old and new value; the paper's elu(x) + 1 gives every key a floor of 1 in every channel,
+# and the filler (most of the story's tokens) then swamps every read. The page keeps elu(x) + 1 one click away.
+STORY_FEATURE_MAP = "relu"
+SAVING_CACHE = "cache only"  # the words for the two hybrid savings, the same on every page
+SAVING_TOTAL = "cache and KDA states"
 EXACT_TOL = 1e-3  # an answer counts as exact when its relative error is below this
 HYBRID_STATE_K = 4  # the hybrid page's KDA state: 4 key channels for the story's 7 keys, over capacity on purpose
 
@@ -41,7 +57,7 @@ class Knobs:
     beta: float = 1.0  # delta-rule write strength (ignored by additive writes)
     alpha_keep: float = 1.0  # every ordinary token keeps this much of the state (gated stages)
     alpha_switch: float = 0.0  # the switch token keeps this much (0: a wipe); see Story.gates
-    feature_map: str = "elu1"  # linear attention's φ
+    feature_map: str = STORY_FEATURE_MAP  # linear attention's φ
 
 
 def run_story(
@@ -133,9 +149,18 @@ def read(run: Run, story: Story, key: str, step: int) -> np.ndarray:
 
 
 def held(answer: np.ndarray, story: Story, value: str) -> float:
-    """How much of ``value`` the answer holds: its coefficient when the answer is written as a mix of the story's
-    values (least squares; with orthonormal values, simply ⟨answer, value⟩). 1 = all of it, 0 = none."""
-    return float(blend(answer, story)[value])
+    """How much of ``value`` the answer reads back clean: its coefficient when the answer is written as a mix of the
+    story's values (least squares), less every other value mixed in, clipped to [0, 1]. 1 = the right value and
+    nothing else; a fact faded to 40% = 0.4; a blend of old and new (1.00·tea + 1.00·coffee) = 0: a blend is not
+    the answer held, it is a blend."""
+    mix = blend(answer, story)
+    rest = sum(abs(c) for name, c in mix.items() if name != value)
+    return float(np.clip(mix[value] - rest, 0.0, 1.0))
+
+
+def is_blend(answer: np.ndarray, story: Story, value: str) -> bool:
+    """Whether other values make up more than HELD_TOL of the answer (it reads back as a blend, not as ``value``)."""
+    return sum(abs(c) for name, c in blend(answer, story).items() if name != value) > HELD_TOL
 
 
 def blend(answer: np.ndarray, story: Story) -> dict[str, float]:
@@ -222,8 +247,15 @@ def _pct(x: float) -> str:
 
 
 def _mix(answer: np.ndarray, story: Story, n: int = 3) -> str:
-    parts = sorted(blend(answer, story).items(), key=lambda kv: -abs(kv[1]))[:n]
-    return " + ".join(f"{c:.2f}·{name}" for name, c in parts if abs(c) >= 0.005)
+    """The answer as its ``n`` largest value coefficients, signed with a true minus: "0.69·Oslo − 0.48·jazz"."""
+    parts = [(v, c) for v, c in sorted(blend(answer, story).items(), key=lambda kv: -abs(kv[1]))[:n] if abs(c) >= 0.005]
+    if not parts:
+        return "≈ 0 (no value)"
+    text = ""
+    for i, (value, c) in enumerate(parts):
+        sign = ("−" if c < 0 else "") if i == 0 else (" − " if c < 0 else " + ")
+        text += f"{sign}{abs(c):.2f}·{value}"
+    return text
 
 
 def _capacity_note(story: Story) -> str:
@@ -235,17 +267,26 @@ def _capacity_note(story: Story) -> str:
     )
 
 
-def linear_claim(run: Run, story: Story, deltanet_run: Run) -> StageClaim:
+FEATURE_MAP_NAMES = {"relu": "φ = relu", "elu1": "φ = elu + 1, the paper's"}
+
+
+def linear_claim(run: Run, story: Story, deltanet_run: Run, feature_map: str = STORY_FEATURE_MAP) -> StageClaim:
     err = overwrite_error(run, story)
     answer = read(run, story, OVERWRITE.key, story.T - 1)
     holds = err > 0.3
+    phi = FEATURE_MAP_NAMES.get(feature_map, f"φ = {feature_map}")
     verdict = (
         f"Asked for {OVERWRITE.key} after it changed from {OVERWRITTEN_VALUE} to {OVERWRITE.expected}, linear "
-        f"attention answers a blend, {_mix(answer, story)}: every write was added on top of the others, the old "
-        f"value included."
+        f"attention ({phi}) answers a blend, {_mix(answer, story)}: every write was added on top of the others, the "
+        f"old value included."
         if holds
-        else f"At these settings the blend is small (error {err:.2f}): the keys barely overlap."
+        else f"At these settings ({phi}) the blend is small (error {err:.2f}): the keys barely overlap."
     )
+    if holds and feature_map == "elu1":
+        verdict += (
+            f" elu + 1 is at least 1 in every channel, so every key overlaps every other and the filler ({FILLER}), "
+            "most of the story's tokens, outweighs both values: choose φ = relu to see the blend itself."
+        )
     return StageClaim(
         "linear_attention",
         "Linear attention keeps a fixed-size memory, but it can only add: an overwritten fact reads back as a blend.",
@@ -283,43 +324,82 @@ def deltanet_claim(run: Run, story: Story, linear_run: Run, beta: float) -> Stag
         f"{err:.3f}",
         holds,
         verdict + _capacity_note(story),
-        f"linear attention on the same story: {overwrite_error(linear_run, story):.2f}",
+        f"linear attention ({FEATURE_MAP_NAMES[STORY_FEATURE_MAP]}) on the same story: "
+        f"{overwrite_error(linear_run, story):.2f}",
     )
 
 
-def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> StageClaim:
-    """Mamba-2 and Gated DeltaNet: the gate at the switch clears topic A (and, being one number, everything else)."""
-    before, after = topic_a_held(run, story, after_switch=False), topic_a_held(run, story)
-    kept = topic_a_held(ungated_run, story)
-    holds = after <= HELD_TOL and before - after >= 0.5  # held before the switch, gone after it
-    name = stage(stage_key).title
-    if holds:
-        verdict = (
+def _forget_verdict(before: float, after: float, forgot: bool, run: Run, story: Story) -> str:
+    """Why topic A is (or is not) gone after the switch, read from the shares before and after it."""
+    if forgot:
+        return (
             f"Topic A was held ({_pct(before)}) until the switch token closed the gate; after it, {_pct(after)} is "
             f"left. The gate is one number for the head, so the long-lived fact went too "
             f"({_pct(long_fact_held(run, story))} left)."
         )
-    else:
-        verdict = (
-            f"Topic A is still {_pct(after)} held after the switch: the gate at the switch is not small enough to "
-            "clear it (slide it towards 0)."
+    if before < 1 - HELD_TOL and after <= HELD_TOL:
+        return (
+            f"Topic A had already faded to {_pct(before)} before the switch, and {_pct(after)} is left after it: the "
+            "gate on every token is forgetting everything as it goes, not the old topic at the switch (slide the gate "
+            "on every token back to 1)."
         )
+    return (
+        f"Topic A is still {_pct(after)} held after the switch: the gate at the switch is not small enough to clear "
+        "it (slide it towards 0)."
+    )
+
+
+def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> StageClaim:
+    """Mamba-2: the gate at the switch clears topic A (and, being one number, everything else). Gated DeltaNet: the
+    same gate and the delta rule in one run — topic A forgotten *and* the overwritten fact edited (both numbers)."""
+    before, after = topic_a_held(run, story, after_switch=False), topic_a_held(run, story)
+    kept = topic_a_held(ungated_run, story)
+    forgot = after <= HELD_TOL and before - after >= 0.5  # held before the switch, gone after it
+    verdict = _forget_verdict(before, after, forgot, run, story)
     if stage_key == "mamba2":
         answer = read(run, story, OVERWRITE.key, story.T - 1)
         verdict += f" Its writes still only add: {OVERWRITE.key}'s answer is {_mix(answer, story)}."
+        return StageClaim(
+            stage_key,
+            "Mamba-2 can forget: one gate per head decays the whole memory, so a topic switch clears what came before.",
+            "share of topic A still held after the switch",
+            after,
+            _pct(after),
+            forgot,
+            verdict + _capacity_note(story),
+            f"the same writes with the gate open (α = 1) on the same story: {_pct(kept)}",
+        )
+    err = overwrite_error(run, story)
+    edited = err < EXACT_TOL
+    if edited:
+        answer = _mix(run_answer(run, story), story)
+        verdict += f" In the same run the delta rule edited {OVERWRITE.key}: the answer is {answer}."
     else:
-        verdict += f" The delta rule still edits: {OVERWRITE.key}'s answer has error {overwrite_error(run, story):.3f}."
-    prev = "DeltaNet" if stage_key == "gated_deltanet" else "the same writes with the gate open (α = 1)"
+        verdict += (
+            f" {OVERWRITE.key}'s answer is {_mix(run_answer(run, story), story)} (error {err:.3f}): the edit is not "
+            "clean at these settings (β below 1, or a gate below 1 fading the new value too)."
+        )
     return StageClaim(
         stage_key,
-        f"{name} can forget: one gate per head decays the whole memory, so a topic switch clears what came before.",
-        "share of topic A still held after the switch",
+        "Gated DeltaNet forgets and edits in one run: the gate clears the old topic at the switch, and the delta rule "
+        f"replaces {OVERWRITE.key}'s value with the new one.",
+        f"topic A left after {SWITCH} · {OVERWRITE.key}'s error",
         after,
-        _pct(after),
-        holds,
+        f"{_pct(after)} · {err:.3f}",
+        forgot and edited,
         verdict + _capacity_note(story),
-        f"{prev} on the same story: {_pct(kept)}",
+        f"DeltaNet (no gate) on the same story: {_pct(kept)} of topic A held after the switch",
     )
+
+
+def overwrite_mix(run: Run, story: Story) -> str:
+    """The overwritten key's answer after the last token, as a mix of the story's values ("0.50·tea + 0.50·coffee")."""
+    return _mix(run_answer(run, story), story)
+
+
+def run_answer(run: Run, story: Story) -> np.ndarray:
+    """The memory's answer for the overwritten key after the last token."""
+    return read(run, story, OVERWRITE.key, story.T - 1)
 
 
 def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> StageClaim:
@@ -372,7 +452,7 @@ def hybrid_claim(needle: dict[str, float]) -> StageClaim:
     return StageClaim(
         "hybrid",
         "The hybrid keeps a few softmax layers because a fixed state blurs details that a cache finds exactly.",
-        f"error of the needle {needle['needle']}, softmax layer",
+        f"needle {needle['needle']}: softmax layer's error",
         needle["softmax"],
         f"{needle['softmax']:.3f}",
         holds,
@@ -403,9 +483,12 @@ def growth(bytes_per_step: Sequence[int]) -> float:
     return float(b[-1] / b[0])
 
 
-def kv_cache_claim(run: demo.SoftmaxRun, story: Story, state_bytes: int) -> StageClaim:
+def kv_cache_claim(run: demo.SoftmaxRun, story: Story) -> StageClaim:
+    """The cache of head 0 against a fixed state of the same head width (head dim × head dim numbers, fp32)."""
     cache = run.trace.cache_bytes
     g = growth(cache)
+    d = run.head_dim
+    state_bytes = d * d * 4
     return StageClaim(
         "kv_cache",
         "A KV cache computes each key and value once, but it keeps all of them: it grows with every token and every "
@@ -415,8 +498,9 @@ def kv_cache_claim(run: demo.SoftmaxRun, story: Story, state_bytes: int) -> Stag
         f"{int(cache[-1]):,} B",
         g > 1.5,
         f"{int(cache[0]):,} bytes after the first token, {int(cache[-1]):,} after the last: {g:.0f}× — one key and "
-        f"one value more per token. A fixed K × V state of the same width holds {state_bytes:,} bytes at every step.",
-        f"linear attention's state: {state_bytes:,} B at every step",
+        f"one value more per token. A fixed {d} × {d} state of the same head width holds {state_bytes:,} bytes at "
+        "every step.",
+        f"a fixed {d} × {d} fp32 state (head 0's width): {state_bytes:,} B at every step",
     )
 
 
@@ -459,6 +543,46 @@ def decode_ratio(batch, context, schedule: Sequence[str] | None = None, *, weigh
     return (W + B * read_mla) / (W + B * read_hy)
 
 
+_K3 = f"{footprints.PARAMETER_FACTS['kimi-k3'].parameters / 1e12:g}T"
+# The words for the article's 22,580 and the app's 22,501, the same on every page
+RATIO_NOMINAL = f"{_K3} ÷ the nominal {footprints.GPT2_NOMINAL_PARAMS / 1e6:g}M, the article's arithmetic"
+RATIO_EXACT = f"{_K3} ÷ GPT-2's exact {footprints.PARAMETER_FACTS['gpt2'].parameters:,}, counted from its config"
+
+
+@dataclass(frozen=True)
+class HybridSaving:
+    """The hybrid's memory against the same stack with MLA in every layer, two ways, at one context length."""
+
+    cache: float  # share of the KV cache saved (only the MLA layers cache): 1 − n_mla / n_layers
+    total: float  # share of everything held saved, the KDA layers' fixed states counted
+    n_mla: int
+    n_layers: int
+    context: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.n_mla} MLA of {self.n_layers} layers, {self.context:,} tokens"
+
+    def text(self) -> str:
+        """Both savings in the words every page uses."""
+        return f"−{self.cache:.1%} {SAVING_CACHE}; −{self.total:.1%} {SAVING_TOTAL}"
+
+
+def hybrid_saving(spec, context: int, dtype: str | None = None) -> HybridSaving:
+    """The saving of a hybrid stack (a ``footprints`` spec) against all-MLA at ``context`` tokens."""
+    spec = footprints.MODELS[spec] if isinstance(spec, str) else spec
+    held = footprints.footprint(spec, context, dtype).kv_cache_bytes
+    baseline = footprints.footprint(footprints.all_mla(spec), context, dtype).kv_cache_bytes
+    kinds = tuple(spec.layer_kinds)
+    return HybridSaving(
+        cache=1 - held / baseline,
+        total=footprints.reduction_vs_all_mla(spec, context, dtype),
+        n_mla=kinds.count("mla"),
+        n_layers=len(kinds),
+        context=int(context),
+    )
+
+
 def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: int = 1) -> list[LedgerRow]:
     """The article's numbers, each with the app's value and a verdict. ``schedule`` (the hybrid's layer kinds,
     default Kimi Linear's), ``context`` and ``batch`` feed the computed rows."""
@@ -471,11 +595,12 @@ def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: i
         LedgerRow(
             "GPT-2s in one Kimi K3",
             "22,580×",
-            f"{r.ratio_to_nominal:,.1f}× (nominal 124M); {r.ratio_to_computed:,.0f}× (GPT-2 counted from its config)",
+            f"{int(r.ratio_to_nominal):,}× nominal ({RATIO_NOMINAL}: {r.ratio_to_nominal:,.1f}, truncated); "
+            f"{r.ratio_to_computed:,.0f}× exact ({RATIO_EXACT})",
             "computed",
             "verified",
-            "The article divides 2.8T by the nominal 124M; GPT-2's exact count (124,439,808) gives about 22,501. "
-            "K3's 2.8T itself is quoted from a secondary source.",
+            "Both are right: they divide by different counts of GPT-2. The article's title uses the nominal one. "
+            f"K3's {_K3} itself is quoted from a secondary source.",
             "home",
             ARTICLE,
         )
@@ -495,20 +620,15 @@ def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: i
             ARTICLE,
         )
     )
-    cache_cut = (
-        1
-        - footprints.footprint(spec, context).kv_cache_bytes
-        / footprints.footprint(footprints.all_mla(spec), context).kv_cache_bytes
-    )
-    total_cut = footprints.reduction_vs_all_mla(spec, context)
+    saving = hybrid_saving(spec, context)
     rows.append(
         LedgerRow(
-            f"KV cache, hybrid vs all-MLA ({schedule.count('mla')} MLA of {len(schedule)} layers, {context:,} tokens)",
+            f"KV cache, hybrid vs all-MLA ({saving.where})",
             "−75%",
-            f"−{cache_cut:.1%} cache; −{total_cut:.1%} with the KDA states",
+            saving.text(),
             "computed",
-            "verified" if abs(cache_cut - 0.75) < 0.02 else "differs",
-            f"Only the {schedule.count('mla')} MLA layers cache; the paper's figure is 'up to 75%'. "
+            "verified" if abs(saving.cache - 0.75) < 0.02 else "differs",
+            f"Only the {saving.n_mla} MLA layers cache; the paper's figure is 'up to 75%'. "
             "Computed from the layer schedule and the MLA shapes.",
             "hybrid",
             f"{KIMI_PAPER} (abstract)",
@@ -630,14 +750,17 @@ def _decay_starts_after_write() -> float:
 
 
 def _stage_table_rows() -> list[LedgerRow]:
-    """The article's stage table, 'problem solved' column: each row against its stage's claim on the story."""
-    story = make_story()
-    la = run_story("linear_attention", story)
-    dn = run_story("deltanet", story)
-    gdn = run_story("gated_deltanet", story)
-    kda = run_story("kda", story)
+    """The article's stage table, 'problem solved' column: each row against its stage's claim on the story — the
+    default story at the pages' default sizes and settings, so a row shows the number its page opens with."""
+    story = default_story()
+    la = trace_story("linear_attention", story)
+    dn = trace_story("deltanet", story)
+    gdn = trace_story("gated_deltanet", story)
+    kda = trace_story("kda", story)
     sm = run_softmax_story(story)
+    K, V1 = la.states[0].shape
     la_bytes = la.states[0].size * 4
+    sizes = f"the default story: T = {story.T}, K = {story.K}, V = {story.V}"
     return [
         LedgerRow(
             "Stage 1 — GPT-2 + KV cache",
@@ -645,27 +768,31 @@ def _stage_table_rows() -> list[LedgerRow]:
             f"{sm.rows_recompute:,} → {sm.rows_cached:,} rows for the story's {story.T} tokens",
             "computed",
             "verified",
-            "Counted by the two generation loops on the story.",
+            f"Counted by the two generation loops on {sizes} ({sm.n_heads} heads × {sm.head_dim}, the GPT-2 and KV "
+            "cache pages' defaults).",
             "kv_cache",
             ARTICLE,
         ),
         LedgerRow(
             "Stage 2 — Linear attention",
             "Cache doesn't grow with N",
-            f"state {la_bytes:,} B at every step; cache {growth(sm.trace.cache_bytes):.0f}× larger at the end",
+            f"state {K} × {V1} fp32 = {la_bytes:,} B at every step; head 0's cache {growth(sm.trace.cache_bytes):.0f}× "
+            "its first size at the end",
             "computed",
             "verified",
-            "The state's shape is fixed; the cache gains a key and a value per token.",
+            f"The state's shape is fixed (K rows, V value columns and the normaliser z; {sizes}); the cache gains a "
+            "key and a value per token.",
             "linear_attention",
             ARTICLE,
         ),
         LedgerRow(
             "Stage 3 — DeltaNet",
             "Can't update → can update",
-            f"overwrite error {overwrite_error(la, story):.2f} → {overwrite_error(dn, story):.1e}",
+            f"overwrite error {overwrite_error(la, story):.2f} → {overwrite_error(dn, story):.3f}",
             "computed",
             "verified" if overwrite_error(dn, story) < EXACT_TOL < overwrite_error(la, story) else "differs",
-            "The story's overwritten fact, read after the last token.",
+            f"The story's overwritten fact, read after the last token ({sizes}; linear attention with "
+            f"{FEATURE_MAP_NAMES[STORY_FEATURE_MAP]}, as its page opens).",
             "deltanet",
             ARTICLE,
         ),
@@ -675,7 +802,7 @@ def _stage_table_rows() -> list[LedgerRow]:
             f"topic A held after the switch: {_pct(topic_a_held(dn, story))} → {_pct(topic_a_held(gdn, story))}",
             "computed",
             "verified" if topic_a_held(gdn, story) <= HELD_TOL else "differs",
-            "The story's topic switch, with the gate closed at the switch token.",
+            f"The story's topic switch, with the gate closed at the switch token ({sizes}).",
             "gated_deltanet",
             ARTICLE,
         ),
@@ -701,23 +828,31 @@ def step_sentences(run: Run, story: Story) -> list[str]:
     g = getattr(run, "g", None)
     out = []
     for t, fact in enumerate(story.facts):
-        s = f"<b>Step {t}</b>: {fact.label}"
+        s = f"<b>Step {t}</b>: {_TOKEN_NAMES.get(fact.label, fact.label)}"
         if g is not None and np.any(g[t] < 0):
             lo, hi = np.exp(g[t]).min(), np.exp(g[t]).max()
             kept = f"α = {lo:.2f}" if hi - lo < 1e-6 else f"α from {lo:.2f} to {hi:.2f}"
             s += f" — the gate keeps {kept}"
-        shown = [f"{name.split(' →')[0]} {c[t]:.0%}" for name, c in curves.items() if np.isfinite(c[t])]
+        shown = []
+        for q, c in zip(QUERIES, curves.values(), strict=True):
+            if np.isfinite(c[t]):
+                answer = read(run, story, q.key, t)
+                blended = is_blend(answer, story, q.expected)
+                shown.append(f"{q.key} {_mix(answer, story, 2)} (blend)" if blended else f"{q.key} {c[t]:.0%}")
         if shown:
-            s += "<br>answers held: " + ", ".join(shown)
+            s += "<br>read back: " + ", ".join(shown)
         out.append(s)
     return out
+
+
+_TOKEN_NAMES = {SWITCH: f"{SWITCH} (the topic switch)", FILLER: f"{FILLER} (filler, no fact)"}
 
 
 def softmax_step_sentences(run: demo.SoftmaxRun, story: Story, stage_key: str) -> list[str]:
     """One sentence per step for the GPT-2 and KV-cache story charts, read from the run's counts and cache sizes."""
     out = []
     for t, label in enumerate(story.labels):
-        s = f"<b>Step {t}</b>: {label} — "
+        s = f"<b>Step {t}</b>: {_TOKEN_NAMES.get(label, label)} — "
         if stage_key == "gpt2":
             s += (
                 f"without a cache the layer projects {int(run.cost.rows_recompute[t]):,} rows "

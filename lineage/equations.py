@@ -108,7 +108,7 @@ EQUATIONS: dict[str, StageEquation] = {
         ((recurrence.recurrent_memory, (*_DECAY, *_ADD, *_WRITE)),),
     ),
     "gla": StageEquation(
-        "Sₜ = :orange[**Diag(αₜ)**] Sₜ₋₁ + kₜ vₜᵀ, with :orange[**αₜ in (0, 1]ᴷ**]",
+        "Sₜ = :orange[**Diag(αₜ)**] Sₜ₋₁ + kₜ vₜᵀ, with :orange[**0 < αₜ ≤ 1 in each of the K channels**]",
         "the decay becomes a vector, one α per key channel (row of the state); the write still only adds. Gated "
         "DeltaNet, next, returns to one gate per head to bring in the delta rule, and KDA then joins the two",
         ((recurrence.recurrent_memory, (*_DECAY, *_ADD, *_WRITE)),),

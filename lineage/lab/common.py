@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -330,6 +331,38 @@ def state_numbers(m: str, n_writes: int, d_k: int) -> int:
 def join_names(names: Sequence[str]) -> str:
     names = list(names)
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+ABOUT_ZERO = 1e-6  # a number below this (in size) is shown as "≈ 0": 2.77e-16 is rounding, not a measurement
+
+
+def people_number(x, *, decimals: int = 2) -> str:
+    """One number as a person reads it: "≈ 0" below ABOUT_ZERO, else ``decimals`` decimals (thousands separated);
+    booleans as yes / no, whole numbers with separators, blank where missing."""
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return ""
+    if isinstance(x, bool | np.bool_):
+        return "yes" if x else "no"
+    if isinstance(x, int | np.integer):
+        return f"{int(x):,}"
+    x = float(x)
+    if abs(x) < ABOUT_ZERO:
+        return "≈ 0"
+    return f"{x:,.{decimals}f}".replace("-", "−")  # a true minus, as in the charts
+
+
+def people_formats(df: pd.DataFrame) -> dict[str, object]:
+    """One format per column of a lab table (column -> formatter): whole-number columns with separators, yes/no
+    columns as words, every other numeric column with two decimals (none once its largest value reaches 1,000)."""
+    out = {}
+    for column in df.columns:
+        values = df[column]
+        if values.dtype == bool or pd.api.types.is_integer_dtype(values):
+            out[column] = people_number
+        elif pd.api.types.is_float_dtype(values):
+            big = len(values) > 0 and float(np.nanmax(np.abs(values.to_numpy(dtype=float)))) >= 1000
+            out[column] = partial(people_number, decimals=0 if big else 2)
+    return out
 
 
 def mechanism_table(rows: dict[str, dict[str, float]]) -> pd.DataFrame:

@@ -104,7 +104,7 @@ def needle_table(r: NeedleResult) -> pd.DataFrame:
             m: {
                 f"needle error, {at_d + 1} pairs stored": float(r.error[m][at_d]),
                 f"needle error, {r.n_fill + 1} pairs stored": r.final_error[m],
-                "needle recognised at the end": bool(r.correct[m][-1]),
+                "needle: nearest value right at the end (however faint)": bool(r.correct[m][-1]),
                 "numbers stored at the end": state_numbers(m, r.n_fill + 1, d),
             }
             for m in r.mechanisms

@@ -133,7 +133,7 @@ def retention_table(r: RetentionResult) -> pd.DataFrame:
         {
             m: {
                 "error on long-lived facts": r.long_error[m],
-                "long-lived facts recognised": r.long_accuracy[m],
+                "long-lived facts: nearest value right (however faint)": r.long_accuracy[m],
                 f"error on the last {RECENT_READS} short-lived": r.recent_error[m],
             }
             for m in r.mechanisms

@@ -25,7 +25,8 @@ from lineage.plots.core import (
     house_layout,
     step_marker,
 )
-from lineage.plots.memory import PALETTE
+from lineage.plots.palette import series_line
+from lineage.plots.vocabulary import name_coinciding
 
 UNIT = (0.0, 1.0)  # the colour range of every gate, mask and retention map
 
@@ -55,7 +56,7 @@ def over_time(
             name=name,
             mode="lines+markers",
             marker=dict(size=5),
-            line=dict(color=PALETTE[i % len(PALETTE)], width=2),
+            line=series_line(i, width=2)[0],
             hovertemplate=f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
         )
         for i, (name, y) in enumerate(arrays.items())
@@ -67,7 +68,7 @@ def over_time(
     )
     layout |= house_layout(title=title, height=height)
     layout["margin"]["b"] = LEGEND_BELOW_MARGIN
-    fig = figure(data, layout)
+    fig = figure(name_coinciding(data), layout)  # α = β = 1 on most of the story's steps: one line, both names
     if step is not None:
         step_marker(fig, step)
     return fig

@@ -24,6 +24,8 @@ from lineage.lab import (
     participants,
 )
 from lineage.plots.core import COLORSCALES, DIVERGING, axis_refs, cell_text, figure, house_layout, subplot_grid
+from lineage.plots.palette import SERIES_STYLES
+from lineage.plots.vocabulary import name_coinciding
 
 # Each mechanism's colour from the table of mechanisms; the lab's hybrid takes MLA's (the layer it adds to KDA), and
 # the ELU+1 variant of linear attention an olive of its own.
@@ -127,8 +129,8 @@ def overwrite_blend(r: OverwriteResult) -> go.Figure:
     """Each read written as a·v1 + b·v2 (+ the rest): bars of a, b and the rest's size per mechanism."""
     ms = r.mechanisms
     data = [
-        _bars("coefficient on v1 (old)", ms, [r.coef_v1[m] for m in ms], "#E69F00", pattern="/"),
-        _bars("coefficient on v2 (new)", ms, [r.coef_v2[m] for m in ms], "#0072B2"),
+        _bars("coefficient on v1 (old)", ms, [r.coef_v1[m] for m in ms], SERIES_STYLES[1][0], pattern="/"),
+        _bars("coefficient on v2 (new)", ms, [r.coef_v2[m] for m in ms], SERIES_STYLES[0][0]),
         _bars("rest (crosstalk)", ms, [r.residual[m] for m in ms], "#999999", pattern="."),
     ]
     one = dict(type="line", x0=0, x1=1, xref="x domain", y0=1.0, y1=1.0, yref="y", line=dict(color="grey", dash="dot"))
@@ -156,7 +158,7 @@ def capacity_curves(r: CapacityResult) -> go.Figure:
     layout["yaxis2"].update(title=dict(text="most aligned stored value is right"), range=[0, 1.05])
     layout["legend"] = LEGEND_BELOW
     title = f"Capacity: {r.trials} streams averaged, d_k = {r.settings.d_k}"
-    return figure(data, layout | house_layout(title=title, height=520))
+    return figure(name_coinciding(data), layout | house_layout(title=title, height=520))
 
 
 def topic_switch_figure(r: TopicSwitchResult) -> go.Figure:
@@ -174,7 +176,7 @@ def topic_switch_figure(r: TopicSwitchResult) -> go.Figure:
     layout.update(barmode="group", legend={**LEGEND_BELOW, "y": -0.4})  # below the slanted bar labels
     layout.update(house_layout(title=f"Topic switch: {r.n_a} pairs on A, then {r.n_b} on B", height=620))
     layout["margin"]["b"] = 170  # room for the slanted bar labels and a two-row legend
-    return figure(data, layout)
+    return figure(name_coinciding(data), layout)
 
 
 def retention_figure(r: RetentionResult) -> go.Figure:
@@ -205,7 +207,8 @@ def retention_figure(r: RetentionResult) -> go.Figure:
     layout["xaxis2"]["title"] = dict(text="short-lived facts written since")
     layout["yaxis2"].update(title=dict(text=ERROR_AXIS), rangemode="tozero")
     layout["legend"] = LEGEND_BELOW
-    return figure(data, layout | house_layout(title="Per-channel retention at the same average decay", height=560))
+    title = "Per-channel retention at the same average decay"
+    return figure(name_coinciding(data), layout | house_layout(title=title, height=560))
 
 
 def needle_curves(r: NeedleResult) -> go.Figure:
@@ -218,4 +221,4 @@ def needle_curves(r: NeedleResult) -> go.Figure:
     )
     data = [_line(m, stored, r.error[m], hover="pairs stored ") for m in r.mechanisms]
     title = "Needle recall: pure KDA against the hybrid (KDA + softmax cache)"
-    return figure(data, layout | house_layout(title=title, height=440))
+    return figure(name_coinciding(data), layout | house_layout(title=title, height=440))

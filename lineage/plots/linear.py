@@ -26,10 +26,11 @@ from lineage.plots.core import (
     step_marker,
     subplot_grid,
 )
-from lineage.plots.memory import PALETTE
-from lineage.plots.palette import mechanism_line
+from lineage.plots.palette import mechanism_line, series_line
 
 SETTING_DASHES = ("dot", "dash", "longdash", "dashdot")  # lines of one mechanism at several settings
+
+CHOSEN_BAR, OTHER_BAR = "#474747", "#B5B5B5"  # the chunk size the library picks, and the others: neutral greys
 
 
 def _symmetric(*arrays: np.ndarray) -> tuple[float, float]:
@@ -155,12 +156,12 @@ def recall_and_norm(
             y=y,
             mode="lines+markers",
             marker=dict(size=4),
-            line=dict(color=color, width=3),
+            line=series_line(col)[0],
             showlegend=False,
             hovertemplate=f"step %{{x}}: %{{y:{fmt}}}<extra></extra>",
             **axis_refs(col),
         )
-        for col, (y, color, fmt) in enumerate(((e, PALETTE[4], ".3f"), (n, PALETTE[0], ".4g")))
+        for col, (y, fmt) in enumerate(((e, ".3f"), (n, ".4g")))
     ]
     layout = subplot_grid(("recall error of the pairs stored so far", "size of the state ‖S_t‖"), spacing=0.12)
     for axis in ("xaxis", "xaxis2"):
@@ -201,7 +202,7 @@ def recall_by_age(
             line, marker = mechanism_line(mechanisms[name], width=4 if bold else 2)
             group = mechanisms[name]
         else:
-            line, marker, group = dict(color=PALETTE[i % len(PALETTE)], width=4 if bold else 2), {}, None
+            (line, marker), group = series_line(i, width=4 if bold else 2), None
         line["dash"] = "solid" if bold else next(dashes)
         data.append(
             dict(
@@ -293,7 +294,7 @@ def chunk_timing(
             x=sizes,
             y=t * 1e3,
             name="measured time (ms)",
-            marker=dict(color=[PALETTE[4] if chosen is not None and int(x) == chosen else PALETTE[0] for x in c]),
+            marker=dict(color=[CHOSEN_BAR if chosen is not None and int(x) == chosen else OTHER_BAR for x in c]),
             hovertemplate="C = %{x}: %{y:.3f} ms<extra></extra>",
             xaxis="x",
             yaxis="y",
@@ -304,7 +305,7 @@ def chunk_timing(
             y=f,
             name="model: 2LD² + 2LCD FLOPs",
             mode="lines+markers",
-            line=dict(color=PALETTE[1], width=3),
+            line=series_line(1)[0],
             hovertemplate="C = %{x}: %{y:,} FLOPs<extra></extra>",
             xaxis="x",
             yaxis="y2",

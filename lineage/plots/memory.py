@@ -13,14 +13,10 @@ import plotly.graph_objects as go
 
 from lineage import stages
 from lineage.plots.core import figure, house_layout
-from lineage.plots.palette import NEUTRAL, OKABE_ITO, mechanism_line, stage_line
+from lineage.plots.palette import KIND_COLOURS, NEUTRAL, mechanism_line, series_line, stage_line
 
 GPU_LINE_GROUP = "gpu"  # legendgroup of the horizontal GPU-memory lines
 COPY_LINE_GROUP = "copy"  # legendgroup of the 100 %-of-copy-bandwidth line
-# Series that are not stages (models, timings of one run): Okabe–Ito in order, black last.
-PALETTE = tuple(OKABE_ITO[c] for c in ("blue", "orange", "bluish green", "reddish purple", "vermillion", "sky blue"))
-PALETTE += (OKABE_ITO["black"],)
-KIND_COLORS = {"cache": OKABE_ITO["blue"], "state": OKABE_ITO["orange"]}
 LABEL_PX = 26  # vertical room one line of an end label takes (20 px text in presenter mode)
 LABELS_MARGIN_PX = 330  # the right margin that holds the end labels
 NAMES_PER_ROW = 2  # stage names per row of an end label
@@ -80,7 +76,7 @@ def cache_vs_length(
                 y=y,
                 mode="lines",
                 name=name,
-                line=dict(color=PALETTE[i % len(PALETTE)], width=3),
+                line=series_line(i)[0],  # a model is not a mechanism: a neutral series, named in the legend
                 text=_bytes_text(y),
                 hovertemplate=f"<b>{name}</b><br>%{{x:,}} tokens<br>%{{text}}<extra></extra>",
             )
@@ -161,8 +157,8 @@ def per_layer_bars(
             hovertemplate=f"layer %{{x}} (%{{customdata}})<br>{name}: %{{text}}<extra></extra>",
         )
         for name, y, color in (
-            ("KV cache (grows with context)", cache, KIND_COLORS["cache"]),
-            ("state (fixed)", state, KIND_COLORS["state"]),
+            ("KV cache (grows with context)", cache, KIND_COLOURS["cache"]),
+            ("state (fixed)", state, KIND_COLOURS["state"]),
         )
     ]
     layout = dict(
@@ -198,7 +194,7 @@ def decode_time_vs_context(
         if name in mechanisms:
             line, marker = mechanism_line(mechanisms[name])
         else:
-            line, marker = dict(color=PALETTE[i % len(PALETTE)], width=3), {}
+            line, marker = series_line(i)
         data.append(
             dict(
                 type="scatter",
@@ -263,7 +259,7 @@ def bandwidth_fraction(
             y=y,
             mode="lines+markers",
             name="KV-cache step",
-            line=dict(color=PALETTE[0], width=3),
+            line=series_line(0)[0],
             customdata=achieved,
             hovertemplate=f"%{{x:,}} tokens: %{{customdata:.3g}} GB/s = %{{y:.0%}} of {bound_name}<extra></extra>",
         ),

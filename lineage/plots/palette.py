@@ -7,6 +7,13 @@
   mechanism of its own (the KV cache) takes its layer's (softmax attention's); the hybrid takes MLA's, the layer it
   adds. Where two stages can share a line (a gated stage at α = 1 is its ungated parent), the dash says the gate and
   the marker the write rule (:func:`mechanism_line`), so they stay apart without colour.
+* **Everything that is not a mechanism** keeps off the mechanisms' colours. What grows with the context (a cache) and
+  what stays fixed (a state) have one pair of colours on every page, :data:`GROWS` (brown) and :data:`FIXED`
+  (indigo); any other series (the story's facts, rows and bytes, errors and norms) is drawn in neutral greys told
+  apart by dash and marker (:func:`series_line`), and labelled at its end where lines may meet. The tests hold both
+  at least ``MIN_OTHER_DELTA_E`` from every mechanism colour.
+* **The state S_t** has one scale on every page, :data:`STATE_SCALE` (RdBu, centred at 0): the delta rule writes
+  signed entries, and a state that happens to be non-negative at one setting keeps the scale it has at another.
 * **Colour scales**: viridis for unsigned values (lightness rises with the value, so it reads in greyscale), ColorBrewer
   RdBu for signed ones (lightness falls with |value| on both sides: greyscale keeps the magnitude, the cell text and
   the hover the sign). Masked cells (a causal mask's future, a padded chunk) are left empty and show ``MASKED``
@@ -37,6 +44,20 @@ OKABE_ITO = {
 NEUTRAL = "#666666"  # reference lines (GPU memory, bandwidth floors, "1.0" marks): never a stage's colour
 MASKED = "#E8DCCB"  # the background masked (empty) heatmap cells show: warm light grey, on neither colour scale
 MIN_CVD_DELTA_E = 10.0  # CIEDE2000 between any two stage colours, under simulated deuteranopia and protanopia
+GROWS = "#8C510A"  # a cache: grows with the context (ColorBrewer BrBG's brown)
+FIXED = "#332288"  # a state: the same size at every length (Paul Tol's indigo)
+KIND_COLOURS = {"cache": GROWS, "state": FIXED}
+# Neutral series: two greys (clear of softmax's black and of NEUTRAL's reference lines) told apart by dash and marker.
+SERIES_STYLES = (
+    ("#474747", "solid", "circle"),
+    ("#8A8A8A", "dash", "square"),
+    ("#474747", "dot", "diamond"),
+    ("#8A8A8A", "dashdot", "triangle-up"),
+    ("#474747", "longdash", "x"),
+    ("#8A8A8A", "longdashdot", "cross"),
+)
+MIN_OTHER_DELTA_E = 15.0  # CIEDE2000 (normal sight) between a non-mechanism colour and every mechanism colour
+STATE_SCALE = "RdBu_r"  # the state S_t's colour scale on every page (lineage.plots.core.DIVERGING), centred at 0
 # The second cue of a line: its dash says the gate (a gated stage at α = 1 coincides with its ungated parent, which
 # has the other dash), its marker the write rule (None: the softmax family, which keeps a cache).
 GATE_DASH = {"none": "solid", "scalar": "dash", "channel": "dot"}
@@ -187,3 +208,20 @@ def stage_line(stage_key: str, *, width: float = 3.0) -> tuple[dict, dict]:
     if stage_key == "hybrid":
         line["dash"], marker["symbol"] = HYBRID_LINE["dash"], HYBRID_LINE["marker"]
     return line, marker
+
+
+def series_line(i: int, *, width: float = 3.0) -> tuple[dict, dict]:
+    """(line, marker) of the ``i``-th neutral series (a fact, a byte count, an error — anything but a mechanism)."""
+    colour, dash, symbol = SERIES_STYLES[i % len(SERIES_STYLES)]
+    return dict(color=colour, dash=dash, width=width), dict(color=colour, symbol=symbol, size=8)
+
+
+def mechanism_names() -> dict[str, tuple[str, ...]]:
+    """colour -> the names a trace drawn in it may carry: its mechanism's key and title, and the stages drawn in it."""
+    names: dict[str, list[str]] = {}
+    for m in mechanisms.MECHANISMS.values():
+        short = m.title.split(" (")[0]
+        names.setdefault(m.colour.upper(), []).extend([m.key, m.title, short])
+    for s in stages.all_stages():
+        names.setdefault(stage_colour(s.key).upper(), []).extend([s.key, s.title, s.title.split(" (")[0]])
+    return {c: tuple(dict.fromkeys(n)) for c, n in names.items()}

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lineage.plots.core import LEGEND_BELOW, LEGEND_BELOW_MARGIN, Panel, figure, heatmaps, house_layout
-from lineage.plots.memory import PALETTE
+from lineage.plots.palette import series_line
 
 
 def _positions(x) -> np.ndarray:
@@ -49,7 +49,7 @@ def run_summary(
                 y=y,
                 name=name,
                 mode="lines",
-                line=dict(color=PALETTE[i % len(PALETTE)], width=2),
+                line=series_line(i, width=2)[0],
                 hovertemplate=f"{name}<br>after %{{x:,}} tokens: %{{y:.4g}}<extra></extra>",
             )
         )

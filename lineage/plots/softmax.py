@@ -24,7 +24,8 @@ from lineage.plots.core import (
     step_marker,
     subplot_grid,
 )
-from lineage.plots.memory import PALETTE, format_bytes
+from lineage.plots.memory import format_bytes
+from lineage.plots.palette import GROWS, series_line
 
 UNIT = (0.0, 1.0)  # attention weights
 RECOMPUTE, CACHED = "without a cache (GPT-2 recompute)", "with a KV cache"
@@ -97,7 +98,7 @@ def recompute_cost(
                     showlegend=col == 0,
                     mode="lines+markers",
                     marker=dict(size=4),
-                    line=dict(color=PALETTE[i], width=3),
+                    line=series_line(i)[0],
                     hovertemplate=f"{name}<br>N = %{{x}} tokens: %{{y:,}}<extra></extra>",
                     **axis_refs(col),
                 )
@@ -172,7 +173,7 @@ def cache_traffic(cache_bytes: np.ndarray, *, step: int | None = None, title: st
             hovertemplate="step %{x}<br>%{text}<extra></extra>",
             **axis_refs(col),
         )
-        for col, (y, color) in enumerate(((held, PALETTE[1]), (np.cumsum(held), PALETTE[4])))
+        for col, (y, color) in enumerate(((held, GROWS), (np.cumsum(held), series_line(0)[0]["color"])))
     ]
     layout = subplot_grid(
         ("held after the step = read by the step", "read in total since the first token"), spacing=0.12
@@ -250,8 +251,8 @@ def io_bytes(
     x = checked_array("seq_lens", seq_lens, 1)
     data = []
     for name, y, color in (
-        ("standard: S and P go through slow memory", standard, PALETTE[4]),
-        ("tiled (FlashAttention): only Q, K, V and O do", tiled, PALETTE[2]),
+        ("standard: S and P go through slow memory", standard, 0),
+        ("tiled (FlashAttention): only Q, K, V and O do", tiled, 1),
     ):
         y = checked_array(name, y, 1)
         data.append(
@@ -261,7 +262,8 @@ def io_bytes(
                 y=y,
                 name=name,
                 mode="lines+markers",
-                line=dict(color=color, width=3),
+                line=series_line(color)[0],
+                marker=series_line(color)[1],
                 text=[f"{int(b):,} bytes ({format_bytes(float(b))})" for b in y],
                 hovertemplate=f"{name}<br>T = %{{x:,}}: %{{text}}<extra></extra>",
             )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lineage import lab
+from lineage.plots.vocabulary import figure_problems
 from tests.app.util import figures, run_page
 from ui.nav import PAGES
 
@@ -59,8 +60,9 @@ def test_sentences_are_lineage_lab_summaries_at_defaults(page):
 
 def test_capacity_chart_marks_d_k_and_plots_every_mechanism(page):
     fig = figures(page)[2]
-    names = {t["name"] for t in fig["data"]}
+    names = {t["name"].split(" (same line as ")[0] for t in fig["data"]}  # lines that coincide name each other
     assert names == {lab.label(m) for m in lab.DEFAULT_MECHANISMS}
+    assert not figure_problems(fig)
     assert any(shape.get("x0") == 16 for shape in fig["layout"]["shapes"])
 
 

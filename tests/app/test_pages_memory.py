@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lineage import footprints
-from lineage.bench_decode import context_cap
+from lineage import claims, footprints, plots
+from lineage.bench_decode import context_cap, kv_bytes
 from lineage.plots.memory import GPU_LINE_GROUP
 from tests.app.util import figures, run_page
 from ui.caps import benchmark_memory_bytes
@@ -74,17 +74,21 @@ def test_chart_has_every_model_and_the_gpu_lines(memory_page):
 
 
 def test_kimi_reduction_is_computed_next_to_the_claim(memory_page):
-    metrics = [m.value for m in memory_page.metric]
+    shown = {m.label: m.value for m in memory_page.metric}
     baseline = footprints.footprint(footprints.all_mla("kimi-linear-48b"), MILLION)
     cache_cut = 1 - footprints.footprint("kimi-linear-48b", MILLION).kv_cache_bytes / baseline.kv_cache_bytes
-    assert metrics[0] == f"{cache_cut:.1%}" == "74.1%"  # 1 − 7/27
-    assert metrics[1] == f"{footprints.reduction_vs_all_mla('kimi-linear-48b', MILLION):.1%}"
-    labels = [m.label for m in memory_page.metric]
-    assert sum("saved at 1,048,576 tokens" in label for label in labels) == 1  # at a million, the number shows once
+    total_cut = footprints.reduction_vs_all_mla("kimi-linear-48b", MILLION)
+    assert shown[f"saved, {claims.SAVING_CACHE} (any length)"] == f"{cache_cut:.1%}" == "74.1%"  # 1 − 7/27
+    assert shown[f"saved, {claims.SAVING_TOTAL}, 1,048,576 tokens"] == f"{total_cut:.1%}"
+    labels = list(shown)
+    assert sum("1,048,576 tokens" in label and "saved" in label for label in labels) == 1  # at a million: once
+    # the page's first screen: its claim and the cache-only saving, with the variant's words
+    first = memory_page.metric[2]
+    assert claims.SAVING_CACHE in first.label and first.value == f"−{cache_cut:.1%}"
     other = run_page("memory_cost", memory_cost_len=4096)
     shown = {m.label: m.value for m in other.metric}
-    assert shown["cache + state saved at 1,048,576 tokens"] == metrics[1]  # and stays beside another length
-    assert "cache + state saved at 4,096 tokens" in shown
+    assert shown[f"saved, {claims.SAVING_TOTAL}, 1,048,576 tokens"] == f"{total_cut:.1%}"  # beside another length
+    assert f"saved, {claims.SAVING_TOTAL}, 4,096 tokens" in shown
     text = " ".join(m.value for m in memory_page.markdown)
     assert footprints.KIMI_PAPER_CLAIM.text in text and footprints.KIMI_PAPER_CLAIM.source in text
 
@@ -139,7 +143,12 @@ def test_absurd_length_is_a_message():
 
 def test_live_page_waits_for_the_button_and_shows_the_cap():
     at = run_page("live_benchmark")
-    assert not at.metric and not figures(at)
+    assert not figures(at)
+    # before any run, the first screen states the claim with the bytes a step reads, computed, not measured
+    (first,) = at.metric
+    cap = context_cap(benchmark_memory_bytes())
+    assert f"{cap:,} tokens" in first.label and "computed" in first.label
+    assert first.value.startswith(plots.format_bytes(kv_bytes(cap)))
     info = " ".join(i.value for i in at.info)
     assert f"{context_cap(benchmark_memory_bytes()):,} tokens" in info  # ui.caps: on a CPU, below bench_decode's cap
 
@@ -148,11 +157,12 @@ def test_live_benchmark_tiny_run_shares_its_bandwidth():
     at = run_page("live_benchmark", live_benchmark_budget="tiny")
     at.button(key="live_benchmark_run").click().run()
     assert not at.exception
-    assert [m.label for m in at.metric][0] == "memory copy"
+    labels = [m.label for m in at.metric]
+    assert "measured" in labels[0] and labels[1] == "memory copy"  # the claim's number first, then the details
     figs = figures(at)
     assert len(figs) == 2
     assert [t["name"] for t in figs[0]["data"]][:2] == ["KV-cache softmax step", "KDA recurrent step"]
-    bandwidth, label = at.session_state["measured_bandwidth"]
+    bandwidth, label = at.session_state["_measured_bandwidth"]
     assert bandwidth > 0 and "memory copy" in label
 
     at.switch_page("app_pages/memory_cost.py").run()

@@ -22,8 +22,11 @@ def _expected(stage: str) -> str:
         return f"{claims.overwrite_error(t['linear_attention'], STORY):.2f}"
     if stage == "deltanet":
         return f"{claims.overwrite_error(t['deltanet'], STORY):.3f}"
-    if stage in ("mamba2", "gated_deltanet"):
+    if stage == "mamba2":
         return f"{claims.topic_a_held(claims.trace_story(stage, STORY, DEFAULT), STORY):.0%}"
+    if stage == "gated_deltanet":  # its own claim: forgets and edits in one run, both numbers
+        run = t["gated_deltanet"]
+        return f"{claims.topic_a_held(run, STORY):.0%} · {claims.overwrite_error(run, STORY):.3f}"
     return f"{claims.long_fact_held(claims.trace_story(stage, STORY, DEFAULT), STORY):.0%}"
 
 
@@ -34,10 +37,10 @@ def test_linear_stage_opens_with_its_claim_and_the_story_chart(stage):
     assert first.value == _expected(stage), (first.label, first.value)
     fig = figures(at)[0]  # the first chart on the page is the story's
     assert list(fig["data"][0]["y"]) == STORY.row_labels  # rows named by the keys that own them
-    marker = next(i for i, t in enumerate(fig["data"]) if t.get("meta") == "step_marker")
     for frame in fig["frames"]:
         t = int(frame["name"])
-        assert frame["traces"][-1] == marker and list(frame["data"][-1]["x"]) == [t, t]
+        marker = [s for s in frame["layout"]["shapes"] if s.get("name") == "step_marker"]
+        assert [(s["x0"], s["x1"]) for s in marker] == [(t, t)]
         assert any(a["text"].startswith(f"<b>Step {t}</b>") for a in frame["layout"]["annotations"])
     assert any(c.value.startswith("Checked against the reference loop") for c in at.caption)
 
@@ -66,10 +69,13 @@ def test_deltanet_claim_follows_beta_and_says_when_it_fails():
 
 def test_gated_deltanet_claim_follows_the_switch_gate():
     at = run_page("gated_deltanet")
-    assert at.metric[0].value == "0%"
+    forgets = claims.trace_story("gated_deltanet", STORY, DEFAULT)
+    assert at.metric[0].value == f"0% · {claims.overwrite_error(forgets, STORY):.3f}"
     at.slider(key="gated_deltanet_switch").set_value(1.0)
     rerun(at)
-    assert at.metric[0].value == "100%" and any("does not hold" in w.value for w in at.warning)
+    open_gate = claims.trace_story("gated_deltanet", STORY, claims.Knobs(alpha_switch=1.0))
+    assert at.metric[0].value == f"100% · {claims.overwrite_error(open_gate, STORY):.3f}"
+    assert any("does not hold" in w.value for w in at.warning)
 
 
 @pytest.mark.parametrize(
