@@ -8,10 +8,10 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from ui import first_chart, limits, links
-from ui.classroom import presenter_requested, presenter_setup
+from ui import first_chart, limits, links, player
+from ui.classroom import presenter_requested, presenter_setup, tour_nav
 from ui.common import BUSY_TEXT, seed_from_link, sidebar_controls
-from ui.nav import DEFAULT_PAGE, DEFAULT_URL_PATH, HOME_ALIAS, NAV_EXPANDED, PAGES, SECTIONS
+from ui.nav import DEFAULT_PAGE, DEFAULT_URL_PATH, HOME_ALIAS, NAV_EXPANDED, PAGES, SECTIONS, entry_for
 
 ROOT = Path(__file__).parent
 
@@ -43,6 +43,9 @@ for entry in PAGES:
             st.Page(str(ROOT / entry.file), title=entry.title, url_path=HOME_ALIAS, visibility="hidden")
         )
 page = st.navigation({name: pages for name, pages in sections.items() if pages}, expanded=NAV_EXPANDED)
+entry = entry_for(page.url_path)
+with st.sidebar:  # draws nothing: opens a page that was switched to at its top (ui.player)
+    player.shell(entry.url_path if entry else page.url_path)
 
 first_chart.start_run()  # the session's first run of home draws up to its first chart (ui.first_chart)
 # At the top of the page: what the link or a typed value asked for that the page cannot use. Taken before any widget.
@@ -54,6 +57,8 @@ presenter_setup()
 try:
     with limits.heavy_slot(limits.PAGES):  # at most a few page scripts at once in the process (ui.limits)
         page.run()
+        if entry is not None:
+            tour_nav(entry.url_path)  # every page but Home ends with Previous / Next (ui.nav.tour)
 except limits.ServerBusy:
     st.error(BUSY_TEXT)
 sidebar_controls()

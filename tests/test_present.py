@@ -10,6 +10,7 @@ import pytest
 from lineage import plots
 from lineage.plots.core import Panel
 from lineage.plots.present import PROJECTION, active, for_projection, projecting
+from tests.test_plots_valid import BUILDERS, all_builders, runs  # noqa: F401  (runs: the fixture the builders use)
 
 
 def font_sizes(fig: go.Figure) -> dict[str, float]:
@@ -102,3 +103,69 @@ def test_builders_project_only_inside_the_block():
     assert big.layout.xaxis.tickfont.size >= PROJECTION.tick and big.data[0].line.width >= PROJECTION.min_line
     assert small.layout.xaxis.tickfont.size is None and small.data[0].line.width < PROJECTION.min_line
     assert big.layout.height > small.layout.height
+
+
+# --- animation frames: every step is a slide ------------------------------------------------------------------------
+
+
+def frame_text_sizes(fig: go.Figure) -> list[tuple[str, float]]:
+    """(where, px) for every text a frame of ``fig`` draws while it is shown: each annotation and title the frame
+    carries, and the text of each trace it updates, at the size that text gets — its own font, else the figure's
+    trace's, else the figure's font (what plotly.js falls back to)."""
+    spec = fig.to_plotly_json()
+    base_px = spec["layout"].get("font", {}).get("size", 12)
+    found = []
+    for f, frame in enumerate(spec.get("frames") or []):
+        layout = frame.get("layout") or {}
+        for i, note in enumerate(layout.get("annotations") or []):
+            found.append((f"frame {f} annotation {i}", (note.get("font") or {}).get("size") or base_px))
+        if isinstance(layout.get("title"), dict) and layout["title"].get("text"):
+            found.append((f"frame {f} title", (layout["title"].get("font") or {}).get("size") or base_px))
+        for trace, i in zip(frame.get("data") or [], frame.get("traces") or range(99), strict=False):
+            shown = spec["data"][i]
+            template = trace.get("texttemplate", shown.get("texttemplate"))
+            if trace.get("text") is None or not template:
+                continue
+            size = (trace.get("textfont") or {}).get("size") or (shown.get("textfont") or {}).get("size") or base_px
+            found.append((f"frame {f} trace {i} cell text", size))
+    return found
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_every_frame_of_every_animation_is_projected(runs, name):  # noqa: F811
+    """In presenter mode no frame draws a text under the projection's smallest size: the step's sentence, the panel
+    titles and the cell numbers each frame brings stay as large as the first frame's, at every step."""
+    with projecting():
+        fig = all_builders(runs)[name]()
+    sizes = frame_text_sizes(fig)
+    small = [(where, px) for where, px in sizes if px < PROJECTION.tick]
+    assert not small, small[:5]
+    if name in ("story_memory", "attention_story"):  # these carry the sentence and the titles in every frame
+        notes = [px for where, px in sizes if "annotation" in where]
+        assert len(notes) >= len(fig.frames) and min(notes) >= PROJECTION.text
+
+
+def test_the_frame_walk_sees_small_frame_text():
+    """The walk above reads real sizes: a frame's own 10 px annotation and cell text, unprojected, are found."""
+    fig = go.Figure(
+        data=[go.Heatmap(z=[[1]], text=[["1"]], texttemplate="%{text}", textfont=dict(size=10))],
+        layout=dict(font=dict(size=14)),
+        frames=[go.Frame(data=[go.Heatmap(z=[[2]], text=[["2"]])], traces=[0],
+                         layout=dict(annotations=[dict(text="s", font=dict(size=10))]))],
+    )  # fmt: skip
+    assert sorted(px for _, px in frame_text_sizes(fig)) == [10, 10]
+    assert min(px for _, px in frame_text_sizes(for_projection(fig))) >= PROJECTION.tick
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_outside_presenter_mode_axes_and_legends_are_inked(runs, name):  # noqa: F811
+    """Streamlit's chart theme greys out axis text unless the text carries a colour: every axis's ticks and title and
+    the legend carry the house's near-black (or a colour of the builder's own), and no projection was applied."""
+    fig = all_builders(runs)[name]()
+    spec = fig.to_plotly_json()["layout"]
+    axes = {k: v for k, v in spec.items() if k[1:5] == "axis" and k[0] in "xy"}
+    assert axes and spec["font"]["size"] < PROJECTION.text
+    bare = [k for k, v in axes.items() if not (v.get("tickfont") or {}).get("color")]
+    assert not bare, bare
+    if spec.get("showlegend", True):
+        assert spec["legend"]["font"]["color"]

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from lineage.plots.present import Projection, set_projection
+from ui import player
 from ui.links import whole_number
 from ui.nav import DEFAULT_PAGE, PageEntry, neighbours, transition
 
@@ -65,6 +66,17 @@ div[data-testid="stDecoration"] {{
 """
 
 
+# In every mode: a key number's label wraps instead of ending in "…" where its column is narrow (a laptop with the
+# sidebar open); the label is the number's meaning, and a cut one says nothing. No "<" anywhere (see above).
+_LAYOUT_CSS = """
+<style>
+.stApp [data-testid="stMetricLabel"], .stApp [data-testid="stMetricLabel"] * {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+  height: auto !important;
+}
+</style>
+"""
+
 _CAPS_NOTE = "_classroom_caps_note"  # this run's one caps note in presenter mode: its slot on the page and its notes
 
 
@@ -92,9 +104,8 @@ def presenter_setup() -> bool:
     st.session_state.pop(_CAPS_NOTE, None)  # a new run, a new page: a new caps note
     # every figure this run builds (lineage.plots) comes out at projector sizes, or not
     set_projection(PROJECTION if presenter_mode() else None)
-    if presenter_mode():
-        with st.sidebar:  # a style element only: it takes no room there
-            st.html(_PRESENTER_CSS)
+    with st.sidebar:  # style elements only: they take no room there
+        st.html(_LAYOUT_CSS + (_PRESENTER_CSS if presenter_mode() else ""))
     return presenter_mode()
 
 
@@ -241,27 +252,21 @@ def table(
 
 
 def step_control(page: str, n_steps: int, *, label: str = "Step t") -> int:
-    """◀ / ▶ buttons (keyboard: J back, K forward) choosing the step every animation on the page opens at.
+    """◀ / ▶ buttons (keyboard: J back, K forward) stepping every animation on the page, and the step they open at.
 
     The page shows the step in one place only, the animations themselves: their slider, the step's sentence and their
-    markers all live in the frames, so Play moves everything together and nothing can show another step. The step is
-    kept in the URL (?<page>_step=…) so a link opens it; a page opens on its last step. Steps count from 0, like the
-    frame labels and the matrix axes. Returns the chosen step.
+    markers all live in the frames, so Play moves everything together and nothing can show another step. The buttons
+    and keys run in the browser and move the animations from the frame they show (``ui.player``), as the slider and
+    Play do: one step, whichever control moved it. Every move is kept in the URL (?<page>_step=…), so a link opens at
+    it and a rerun keeps it; a page opens on its last step. Steps count from 0, like the frame labels and the matrix
+    axes. Returns the step the animations open at.
     """
     key = f"{page}_step"
     last = n_steps - 1
-    if key not in st.session_state:
-        step, _ = whole_number(st.query_params.get(key, last), 0, last)
-        st.session_state[key] = last if step is None else step
-    st.session_state[key] = min(max(int(st.session_state[key]), 0), last)  # the sequence may have got shorter
-
-    def move(delta: int) -> None:
-        st.session_state[key] = min(max(st.session_state[key] + delta, 0), last)
-        st.query_params[key] = str(st.session_state[key])
-
-    back, fwd, _ = st.columns([1, 1, 6], vertical_alignment="bottom")
-    back.button("◀ Back", key=f"{key}_back", on_click=move, args=(-1,), shortcut="J", help=f"{label}: one back (J)")
-    fwd.button("Forward ▶", key=f"{key}_fwd", on_click=move, args=(1,), shortcut="K", help=f"{label}: one on (K)")
+    step, _ = whole_number(st.query_params.get(key, last), 0, last)
+    # in session state under the URL's name, as a control's value is: ui.links judges a link's value against it
+    st.session_state[key] = last if step is None else step
+    player.step_buttons(key, label=label, key=f"{key}_buttons")
     return st.session_state[key]
 
 
@@ -279,10 +284,11 @@ def start_tour() -> None:
 
 
 def tour_nav(url_path: str) -> None:
-    """Previous / next stop of the tour (ui.nav.tour: the stages, the claims ledger, the labs), with the transition
-    line, as buttons with keyboard shortcuts."""
+    """Previous / next stop of the tour (ui.nav.tour: every page, stages, ledger, labs, tools, then home again), with
+    the transition line, as buttons with keyboard shortcuts. app.py draws it under every page but Home (whose Start
+    button is its Next)."""
     prev, nxt = neighbours(url_path)
-    if prev is None and nxt is None:
+    if url_path == DEFAULT_PAGE or (prev is None and nxt is None):
         return
     st.divider()
     prev_col, next_col = st.columns(2)

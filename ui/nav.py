@@ -1,7 +1,7 @@
 """The app's pages, in order, by section. app.py builds ``st.navigation`` from this list.
 
-Each entry: (section, file under app_pages/, title, icon, url_path). The lineage section follows the story's order;
-the guided tour walks it in this order too.
+Each entry: (section, file under app_pages/, title, icon, url_path). The lineage section follows the story's order,
+then the labs, then the tools; the guided tour walks every page in this order and comes back home.
 
 The page scripts live in app_pages/, not pages/: Streamlit treats a folder named pages/ beside the entry script as an
 old-style multipage app until st.navigation has run, so a deep link opened first on a fresh server (and every
@@ -53,10 +53,10 @@ PAGES: tuple[PageEntry, ...] = (
         "The lineage", "app_pages/hybrid.py", "Hybrid (Kimi Linear / K3)", ":material/counter_9:", "hybrid", "hybrid"
     ),
     PageEntry("The lineage", "app_pages/ledger.py", "Claims ledger", ":material/fact_check:", "ledger"),
-    PageEntry("Tools", "app_pages/memory_cost.py", "Memory & cost", ":material/memory:", "memory_cost"),
-    PageEntry("Tools", "app_pages/live_benchmark.py", "Live benchmark", ":material/speed:", "live_benchmark"),
     PageEntry("Labs", "app_pages/memory_lab.py", "Memory lab", ":material/science:", "memory_lab"),
     PageEntry("Labs", "app_pages/learned_memory.py", "Learned memory", ":material/model_training:", "learned_memory"),
+    PageEntry("Tools", "app_pages/memory_cost.py", "Memory & cost", ":material/memory:", "memory_cost"),
+    PageEntry("Tools", "app_pages/live_benchmark.py", "Live benchmark", ":material/speed:", "live_benchmark"),
 )
 
 SECTIONS = ("The lineage", "Labs", "Tools")
@@ -72,22 +72,32 @@ _TRANSITIONS = {
     "ledger": "The story is told: now hold the article's numbers against the app's own.",
     "memory_lab": "Put the mechanisms side by side on your own experiments.",
     "learned_memory": "So far the gates were set by hand. Now let small models learn them.",
+    "memory_cost": "Back to the bytes: what each memory costs at a real model's size.",
+    "live_benchmark": "Last, time the mechanisms on this machine.",
+    DEFAULT_PAGE: "The tour is over: back to the start.",
 }
 
 
 def tour() -> tuple[PageEntry, ...]:
-    """The guided tour: Home, the stages in lineage order, the claims ledger, then the labs."""
-    lineage = [p for p in PAGES if p.section == "The lineage"]
-    return (*lineage, *(p for p in PAGES if p.section == "Labs"))
+    """The guided tour: Home, the stages in lineage order, the claims ledger, the labs, then the tools — every page
+    of the navigation, in the navigation's order (section by section)."""
+    return tuple(p for section in SECTIONS for p in PAGES if p.section == section)
 
 
 def neighbours(url_path: str) -> tuple[PageEntry | None, PageEntry | None]:
-    """The tour stops before and after the page at ``url_path`` (None at either end, or off the tour)."""
+    """The tour stops before and after the page at ``url_path``: None before Home (the tour's start) and for a page
+    off the tour; after the last stop comes Home again, so the tour has no dead end."""
     stops = tour()
     idx = next((i for i, p in enumerate(stops) if p.url_path == url_path), None)
     if idx is None:
         return None, None
-    return (stops[idx - 1] if idx > 0 else None), (stops[idx + 1] if idx + 1 < len(stops) else None)
+    return (stops[idx - 1] if idx > 0 else None), stops[(idx + 1) % len(stops)]
+
+
+def entry_for(url_path: str) -> PageEntry | None:
+    """The entry of the page Streamlit runs at ``url_path`` ("" and the home alias: Home)."""
+    url_path = DEFAULT_PAGE if url_path in ("", DEFAULT_URL_PATH, HOME_ALIAS) else url_path
+    return next((p for p in PAGES if p.url_path == url_path), None)
 
 
 def transition(entry: PageEntry) -> str:

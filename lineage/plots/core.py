@@ -22,6 +22,7 @@ builder's output in full instead.
 from __future__ import annotations
 
 import copy
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,19 +33,29 @@ import plotly.io as pio
 from lineage.plots import present
 from lineage.plots.palette import MASKED
 
+# The plot area's width at 1280×800 with the sidebar open: panel titles are wrapped to fit their panel there.
+LAPTOP_PLOT_PX = 700
 MAX_FRAMES = 64  # smooth on a projector, small enough to ship to the browser at once
 TEXT_MAX_CELLS = 144  # print values in the cells of matrices up to 144 cells (12×12, 9×16, …)
 TEXT_MAX_SIDE = 16  # … with no side longer than 16, so a 1×32 strip is not crammed with numbers
 DIVERGING = "RdBu_r"  # ColorBrewer RdBu, colour-blind-safe; reversed so positive is red; greyscale keeps |value|
 SEQUENTIAL = "Viridis"  # perceptually uniform, colour-blind-safe, lightness rising with the value
-FRAME_MS = 250  # per frame while playing
-FONT = dict(family="Inter, system-ui, sans-serif", size=14)
+# Per frame while playing. Every frame is a full redraw (``redraw=True``: plotly.js can tween lines, not a heatmap's
+# image, so a frame without it would move the marker and leave the matrix behind; transition 0 ms for the same reason).
+# A redraw of a two-panel story frame took 250–450 ms on a loaded 2-core machine and ~1.4 s with the CPU throttled 4×
+# (tests/e2e/test_player.py); frames timed closer than a redraw queue back to back, and the browser then neither
+# paints between them nor answers Pause. 500 ms leaves a projector laptop room for both: 32 steps play in 16 s.
+FRAME_MS = 500
+# Near-black rather than the template's slate (#2a3f5f): chart text keeps its contrast on a washed-out screen too.
+FONT = dict(family="Inter, system-ui, sans-serif", size=14, color="#1a1a1a")
 CONTROLS_PX = 52  # Play/Pause and the step slider start this far below the plot area: past the x ticks and title
-PANEL_GAP = 0.15  # paper fraction between panels: room for a colour bar and the next panel's axis labels
+PANEL_GAP = 0.18  # paper fraction between panels: a colour bar and the next panel's axis labels, at 1280×800 too
 SUBPLOT_TITLE_FONT = dict(size=16)  # make_subplots' size for panel titles
 # A legend under the x-axis title, clear of the chart's title at any font size (a legend above the plot area runs into
 # a left-aligned title once presenter mode enlarges both); the bottom margin that makes room for it.
-LEGEND_BELOW = dict(orientation="h", x=0.0, xanchor="left", y=-0.3, yanchor="top")
+# Pinned to the figure's foot (the container), not at a fraction of the plot's height below it: on a short plot (a
+# laptop) a paper fraction put the legend on the x axis's title.
+LEGEND_BELOW = dict(orientation="h", x=0.0, xanchor="left", y=0.0, yanchor="bottom", yref="container")
 LEGEND_BELOW_MARGIN = 130
 # Hover templates of the matrices every stage draws: the quantity in symbols, then in words.
 STATE_HOVER = "S[k=%{y}, v=%{x}] = %{z:.3f}: what key channel %{y} holds for value column %{x}"
@@ -106,13 +117,44 @@ def figure(data: Sequence[dict] = (), layout: dict | None = None, frames: Sequen
     without checking each property, and objects read back through the go.Figure API are built when read. Entries
     that are None are dropped, as validation would. Frames are always validated by Plotly, so builders keep them
     to what changes between frames and what a reader of a frame needs (values, colour range, scale, cell text).
-    While a projection is active (presenter mode, :mod:`lineage.plots.present`), the dicts are projected first.
+    While a projection is active (presenter mode, :mod:`lineage.plots.present`), the dicts are projected first, the
+    frames' texts included.
     """
-    data, layout = [_compact(trace) for trace in data], _compact(layout or {})
+    data, layout, frames = [_compact(trace) for trace in data], _compact(layout or {}), list(frames)
     p = present.active()
     if p is not None:  # presenter mode: projector sizes, applied to the dicts before they become a figure
         present.project(data, layout, p)
-    return go.Figure(data=data, layout=layout, frames=list(frames), _validate=False)
+        present.project_frames(frames, data, p)  # and to what each frame shows while it plays
+    else:
+        _ink(data, layout)
+    return go.Figure(data=data, layout=layout, frames=frames, _validate=False)
+
+
+def _ink(data: list[dict], layout: dict) -> None:
+    """Axis ticks and titles, the legend and colour-bar ticks in the house's near-black, where a builder set no colour.
+
+    Streamlit's chart theme draws a figure's axes in its faded grey, which wins over the figure's font colour: chart
+    text set in it was light and thin on a laptop, and faint on a projector. A colour set on the text itself wins."""
+    ink = FONT["color"]
+    for trace in data:  # the axes a trace draws on, named in the layout or not
+        if trace.get("type", "scatter") in ("scatter", "bar", "heatmap", "histogram", "box"):
+            for ref in (trace.get("xaxis", "x"), trace.get("yaxis", "y")):
+                layout.setdefault(f"{ref[0]}axis{ref[1:]}", {})
+    for name, axis in list(layout.items()):
+        if name[1:5] == "axis" and name[0] in "xy" and isinstance(axis, dict):
+            axis = layout[name] = dict(axis)
+            axis["tickfont"] = {"color": ink, **(axis.get("tickfont") or {})}
+            if isinstance(axis.get("title"), dict):
+                axis["title"] = {**axis["title"], "font": {"color": ink, **(axis["title"].get("font") or {})}}
+    if layout.get("showlegend", True):
+        layout["legend"] = {
+            **(layout.get("legend") or {}),
+            "font": {"color": ink, **((layout.get("legend") or {}).get("font") or {})},
+        }
+    for trace in data:
+        if trace.get("type") == "heatmap" and trace.get("showscale", True):
+            bar = trace["colorbar"] = dict(trace.get("colorbar") or {})
+            bar["tickfont"] = {"color": ink, **(bar.get("tickfont") or {})}
 
 
 def house_layout(*, title: str = "", height: int | None = None) -> dict:
@@ -267,6 +309,9 @@ def play_controls(labels: Sequence[str], *, start: int = 0, prefix: str = "step 
     ]
     # Both hang a fixed number of pixels below the plot area (y = 0 plus a padding in px), so they clear the x-axis
     # ticks and title at any figure height; the "step …" readout sits at the slider's right end, clear of the buttons.
+    # The slider prints no numbers of its own (its labels are drawn transparent): its evenly spaced steps cannot line
+    # up with a panel's time axis, and a second row of numbers under the axis would read as a second time axis. The
+    # readout names the step, the axis places it.
     return dict(
         updatemenus=[
             dict(
@@ -291,6 +336,7 @@ def play_controls(labels: Sequence[str], *, start: int = 0, prefix: str = "step 
                 yanchor="top",
                 pad=dict(t=CONTROLS_PX),
                 currentvalue=dict(prefix=prefix, visible=True, xanchor="right"),
+                font=dict(color="rgba(0,0,0,0)"),
             )
         ],
     )
@@ -304,12 +350,33 @@ def _panel_layout(panels: Sequence[Panel]) -> tuple[dict, list[float]]:
     layout = subplot_grid(
         [p.title for p in panels], widths=[p.width for p in panels], spacing=PANEL_GAP if n > 1 else 0
     )
+    # Titles wider than their panel at the laptop's width would run into each other: wrapped to it, line by line.
+    projection = present.active()
+    title_px = max(SUBPLOT_TITLE_FONT["size"], projection.text if projection else 0)
+    domains = [a["domain"] for k, a in layout.items() if k.startswith("xaxis")]
+    for note in layout["annotations"]:
+        dom = next(d for d in domains if d[0] <= note["x"] <= d[1])
+        chars = max(12, int((dom[1] - dom[0]) * LAPTOP_PLOT_PX / (0.55 * title_px)))
+        note["text"] = "<br>".join(textwrap.wrap(note["text"], chars)) if len(note["text"]) > chars else note["text"]
     for i, p in enumerate(panels):
         layout[f"xaxis{_suffix(i)}"]["title"] = dict(text=p.x_title)
         layout[f"yaxis{_suffix(i)}"].update(title=dict(text=p.y_title), autorange="reversed")
     # each colour bar stands in the gap just right of its own panel
     bar_x = [layout[f"xaxis{_suffix(i)}"]["domain"][1] + 0.005 for i in range(n)]
     return layout, bar_x
+
+
+def _title_room(layout: dict) -> None:
+    """Room above the panels for their titles' extra lines (wrapped by :func:`_panel_layout`)."""
+    extra = max((n["text"].count("<br>") for n in layout.get("annotations") or ()), default=0)
+    if extra:
+        projection = present.active()
+        px = max(SUBPLOT_TITLE_FONT["size"], projection.text if projection else 0)
+        layout["margin"]["t"] += int(extra * present.LINE_EM * px)
+        if layout.get("height"):
+            layout["height"] += int(extra * present.LINE_EM * px)
+        if layout.get("title"):  # at the figure's top, clear of the taller panel titles under it
+            layout["title"] = {**layout["title"], "y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 8}}
 
 
 def _ranges(panels: Sequence[Panel]) -> list[tuple[float, float, bool]]:
@@ -373,6 +440,7 @@ def animated_heatmaps(
     layout.update(play_controls([labels[f] for f in keep], start=first, prefix=slider_prefix))
     layout.update(house_layout(title=title, height=height), plot_bgcolor=MASKED)  # empty cells: masked, not zero
     layout["margin"].update(b=CONTROLS_PX + 100, pad=0)  # room for the controls; no masked rim around the matrix
+    _title_room(layout)
     return figure(data, layout, frames)
 
 
@@ -390,6 +458,7 @@ def heatmaps(panels: Sequence[Panel], *, title: str = "", height: int = 420) -> 
     ]
     layout.update(house_layout(title=title, height=height), plot_bgcolor=MASKED)  # empty cells: masked, not zero
     layout["margin"].update(b=60, pad=0)  # pad 0: Streamlit's theme would leave a rim of the masked colour
+    _title_room(layout)
     return figure(data, layout)
 
 

@@ -2,10 +2,11 @@
 
 :func:`project` reaches every place a Plotly figure draws text — the title, axis ticks and titles of every subplot,
 the legend and its title, annotations (subplot titles included), colour bars, hover labels, the animation's buttons
-and slider, bar labels and the numbers printed inside heatmap cells. Cell numbers are dropped rather than shrunk where
-a cell gets too small to hold them at that size: the hover still gives every value. Room is made where bigger text
-needs it (labels under an axis, a legend above or below the plot), and the figure grows by that room, so the plot
-area keeps its size.
+and slider, bar labels and the numbers printed inside heatmap cells; :func:`project_frames` the same texts in every
+animation frame, which carries texts of its own (a step's sentence, the panel titles, cell numbers) that replace the
+first frame's while it plays. Cell numbers are dropped rather than shrunk where a cell gets too small to hold them at
+that size: the hover still gives every value. Room is made where bigger text needs it (labels under an axis, a legend
+above or below the plot), and the figure grows by that room, so the plot area keeps its size.
 
 It works on the plain dicts the builders assemble, before they become a ``go.Figure`` (going through the figure's
 property API cost ~70 ms an animation, too much for a page that redraws on every control change): while a
@@ -182,9 +183,14 @@ def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
         slider["pad"] = {**(slider.get("pad") or {}), "t": max((slider.get("pad") or {}).get("t", 0), below)}
     for menu in _copied(layout, "updatemenus"):
         _font(menu, "font", p.text)
-        menu["pad"] = {**(menu.get("pad") or {}), "t": max((menu.get("pad") or {}).get("t", 0), below + 10)}
+        if (menu.get("y") or 0) <= 0:  # hanging below the plot, under the labels (a menu above it stays there)
+            menu["pad"] = {**(menu.get("pad") or {}), "t": max((menu.get("pad") or {}).get("t", 0), below + 10)}
     bottom = below + (CONTROLS_BELOW_PX if sliders else 0)
-    legend_below = legend.get("orientation") == "h" and legend.get("y") is not None and legend["y"] < 0
+    legend_below = (
+        legend.get("orientation") == "h"
+        and legend.get("y") is not None
+        and (legend["y"] < 0 or (legend.get("yref") == "container" and legend["y"] == 0))
+    )
     if legend_below:  # to the figure's foot, under the labels and the controls, whatever their size
         bottom += 2 * LINE_EM * p.text + 10
         legend.update(yref="container", y=0.0, yanchor="bottom")
@@ -219,8 +225,34 @@ def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
             line["width"] = max(p.min_line, (line.get("width") or 2.0) + 1.0)
 
 
+def project_frames(frames: list[dict], data: list[dict], p: Projection = PROJECTION) -> None:
+    """Raise the texts that animation frames (plain dicts, changed in place) carry to the sizes :func:`project` gave
+    the figure: a frame's annotations and title replace the figure's while it plays, and a trace in a frame that sets
+    its own fonts overrides the projected trace's. ``data``: the figure's projected traces, which a frame's cell text
+    follows (dropped where the figure dropped it)."""
+    for frame in frames:
+        layout = frame.get("layout")
+        if layout:
+            layout = frame["layout"] = dict(layout)
+            for note in _copied(layout, "annotations"):
+                _font(note, "font", p.text)
+            if isinstance(layout.get("title"), dict):
+                layout["title"] = dict(layout["title"])
+                _font(layout["title"], "font", p.title, ink=True)
+        indices = frame.get("traces") or range(len(frame.get("data") or ()))
+        frame["data"] = [dict(t) for t in frame.get("data") or ()]
+        for trace, i in zip(frame["data"], indices, strict=False):
+            shown = data[i] if i < len(data) else {}
+            if "textfont" in trace:
+                _font(trace, "textfont", p.tick)
+            if "texttemplate" in trace and not shown.get("texttemplate"):
+                trace["texttemplate"] = ""
+
+
 def for_projection(fig: go.Figure, p: Projection = PROJECTION) -> go.Figure:
     """A projected copy of any figure (for a notebook, or a figure not built by :mod:`lineage.plots`)."""
     spec = fig.to_plotly_json()
     project(spec["data"], spec["layout"], p)
-    return go.Figure(data=spec["data"], layout=spec["layout"], frames=spec.get("frames") or None)
+    frames = spec.get("frames") or []
+    project_frames(frames, spec["data"], p)
+    return go.Figure(data=spec["data"], layout=spec["layout"], frames=frames or None)

@@ -10,6 +10,7 @@ heatmap, the marker and the sentence together, so no view can show two steps.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -19,7 +20,8 @@ from lineage.plots import present
 from lineage.plots.core import (
     COLORSCALES,
     CONTROLS_PX,
-    DIVERGING,
+    FONT,
+    LAPTOP_PLOT_PX,
     SEQUENTIAL,
     cell_text,
     color_range,
@@ -29,45 +31,138 @@ from lineage.plots.core import (
     play_controls,
     subplot_grid,
 )
-from lineage.plots.palette import NEUTRAL, OKABE_ITO
+from lineage.plots.palette import NEUTRAL, STATE_SCALE, mechanism_line, series_line
+from lineage.plots.vocabulary import coinciding_groups, spread_coinciding
 
 STEP_LABEL_PX = 12  # Plotly's tick font size outside presenter mode (presenter mode makes its own room)
-STEP_LABEL_ANGLE = -60  # the step labels (token names) stand at this angle under the line panels
+# The step labels (token names) stand upright under the time axes: a label then takes one line height of the axis,
+# so MAX_STEP_LABELS of them fit side by side in the narrowest panel (~270 px at 1280×800) without touching.
+STEP_LABEL_ANGLE = -90
 
-SENTENCE_Y = 1.16  # paper y of the step's sentence: above the panel titles
-QUERY_COLOURS = [OKABE_ITO[c] for c in ("blue", "vermillion", "bluish green", "reddish purple", "orange", "sky blue")]
+# The step's sentence stands on its own line(s) above the panel titles, a fixed number of px above the plot area,
+# wrapped to fit the narrowest chart it is drawn in: ~800 px at 1280×800 with the sidebar open (16 px text), presenter
+# mode's 1120 px (20 px text). A sentence cut at the chart's right edge, or run into the titles, is no sentence.
+SENTENCE_PX = 16
+SENTENCE_CHARS = 84  # characters per line: 84 × 0.55 em × 16 px ≈ 740 px, 84 × 0.55 × 20 ≈ 925 px
+PANEL_TITLE_PX = 16  # core.SUBPLOT_TITLE_FONT
+PANEL_SPACING = 0.2  # paper fraction between the two panels: the heatmap's colour bar and the line panel's ticks
+MAX_STEP_LABELS = 16  # step labels under a time axis: every k-th token beyond this, never overprinted
+HELD_SPREAD = 0.04  # answers that read back the same are drawn this far apart (4 points), and say so
+
+
+def _text_px(px: int) -> int:
+    """The size a text of ``px`` is drawn at: raised to the projection's text size in presenter mode."""
+    p = present.active()
+    return max(px, p.text) if p else px
 
 
 def _sentence(text: str) -> dict:
+    """The step's sentence as an annotation: wrapped, above the panel titles (``yshift``: px above the plot area)."""
     return dict(
-        text=text,
+        text=_wrapped(text, SENTENCE_CHARS),
         x=0.0,
         xanchor="left",
         xref="paper",
-        y=SENTENCE_Y,
+        y=1.0,
         yanchor="bottom",
+        yshift=int(present.LINE_EM * _text_px(PANEL_TITLE_PX)) + 8,  # over one line of panel titles (_animated)
         yref="paper",
         showarrow=False,
         align="left",
-        font=dict(size=16),
+        font=dict(size=SENTENCE_PX),
         name="step_sentence",
     )
 
 
+def _sentence_room(frames: Sequence[dict]) -> int:
+    """Px that the longest of the frames' sentences takes."""
+    lines = max((n["text"].count("<br>") + 1 for f in frames for n in f["layout"]["annotations"] if n.get("name") ==
+                 "step_sentence"), default=0)  # fmt: skip
+    return int(present.LINE_EM * lines * _text_px(SENTENCE_PX)) + 8
+
+
+def _wrapped(text: str, chars: int) -> str:
+    """``text`` in lines of at most ``chars`` characters (Plotly's <br>), keeping the breaks it has."""
+    return "<br>".join(line for part in text.split("<br>") for line in textwrap.wrap(part, max(chars, 12)))
+
+
+def _panel_chars(layout: dict, x: float) -> int:
+    """How many characters of a panel title fit over the panel centred at paper ``x``, at the laptop's width."""
+    domains = [a["domain"] for k, a in layout.items() if k.startswith("xaxis")]
+    dom = next(d for d in domains if d[0] <= x <= d[1])
+    return int((dom[1] - dom[0]) * LAPTOP_PLOT_PX / (0.55 * _text_px(PANEL_TITLE_PX)))
+
+
+def step_marker_shape(t: int) -> dict:
+    """The dashed line at step ``t`` across the line panel (axes x2, y2), named "step_marker".
+
+    A shape in each frame's layout, not a trace: a frame that updates a line trace (which plotly.js can animate)
+    beside a heatmap (which it cannot) takes the animation's transition path, and that path takes the heatmap's image
+    out of the page until the frame's redraw puts it back — a blank panel for most of every frame on a slow machine.
+    A frame of heatmaps and layout only is redrawn in one go (measured in tests/e2e/test_player.py, CPU throttled)."""
+    return dict(
+        type="line",
+        name="step_marker",
+        x0=t,
+        x1=t,
+        xref="x2",
+        y0=0,
+        y1=1,
+        yref="y2 domain",
+        line=dict(color=NEUTRAL, width=3, dash="dash"),
+        layer="above",
+    )
+
+
+def step_ticks(step_labels: Sequence[str]) -> dict:
+    """Axis entries naming the steps "t token", every k-th one where more than ``MAX_STEP_LABELS`` would overprint
+    (the last step always named); the hover names every step."""
+    T = len(step_labels)
+    k = max(1, math.ceil(T / MAX_STEP_LABELS))
+    shown = list(range(0, T, k))
+    if shown[-1] != T - 1:  # the last step is named; a k-th label too close before it makes way
+        shown = [*shown[:-1], T - 1] if T - 1 - shown[-1] <= k / 2 else [*shown, T - 1]
+    return dict(tickmode="array", tickvals=shown, ticktext=[f"{t} {step_labels[t]}" for t in shown])
+
+
 def _animated(data, layout, frames, keep, first, *, title: str, height: int, upright: Sequence[str]) -> go.Figure:
-    """What the story's animations share: Play and the step slider, hanging below the step labels that stand at
-    STEP_LABEL_ANGLE under the line panel (``upright``; none: nothing stands up), the house layout, and the legend
-    beside the line panel, on the first screen (below the rotated labels it would fall off it)."""
+    """What the story's animations share, from the top: Play / Pause on a row of their own (inside the first screen
+    however tall the page's head is), the step's sentence on its own lines, the panel titles (wrapped to their panel),
+    the panels; under them the step labels standing at STEP_LABEL_ANGLE (``upright``; none: nothing stands up), the
+    step slider, and the legend at the foot, where long names cost height, not the panels' width. ``height``: the
+    plot area gets ``height - 150`` px, the rows around it come on top."""
     layout.update(play_controls([str(t) for t in keep], start=first))
     reach = 0
     if upright:  # how far below the axis the longest label reaches, at the tick size outside presenter mode
         longest_px = max(map(len, upright)) * present.GLYPH_EM * STEP_LABEL_PX
         reach = int(longest_px * math.sin(math.radians(-STEP_LABEL_ANGLE)))
-        for control in (*layout["updatemenus"], *layout["sliders"]):
+        for control in layout["sliders"]:
             control["pad"] = {**control["pad"], "t": control["pad"]["t"] + reach}
     layout.update(house_layout(title=title, height=height))
-    layout["margin"].update(t=130 if title else 100, b=max(190, CONTROLS_PX + reach + present.CONTROLS_BELOW_PX), r=170)
-    layout["legend"] = dict(x=1.01, y=1.0, xanchor="left", yanchor="top")
+    title_lines = 1
+    for note in layout["annotations"]:  # the panel titles, shared with every frame
+        if note.get("name") != "step_sentence":
+            lines = _wrapped(note["text"], _panel_chars(layout, note["x"]))
+            note["text"], title_lines = lines, max(title_lines, lines.count("<br>") + 1)
+    shift = int(present.LINE_EM * _text_px(PANEL_TITLE_PX) * title_lines) + 8
+    for note in (*layout["annotations"], *(n for f in frames for n in f["layout"]["annotations"])):
+        if note.get("name") == "step_sentence":
+            note["yshift"] = shift
+    sentence = _sentence_room(frames) + shift
+    buttons = int(present.LINE_EM * _text_px(FONT["size"])) + 16  # a button: a line of text and its padding
+    for menu in layout["updatemenus"]:
+        menu.update(y=1.0, yanchor="bottom", pad=dict(b=sentence, r=10))
+    title_px = present.active().title if present.active() else 1.2 * FONT["size"]  # Plotly's title: 1.2 × the font
+    top = sentence + buttons + (int(present.LINE_EM * title_px) + 10 if title else 0)
+    names = [t["name"] for t in data if t.get("name") and t.get("showlegend", True) and t.get("type") == "scatter"]
+    legend_px = sum(len(n) * 0.55 * _text_px(FONT["size"]) + 50 for n in names)
+    legend_rows = math.ceil(legend_px / LAPTOP_PLOT_PX) if names else 0
+    bottom = max(190, CONTROLS_PX + reach + present.CONTROLS_BELOW_PX) + int(
+        legend_rows * present.LINE_EM * _text_px(FONT["size"]) * 1.2
+    )
+    layout["margin"].update(t=top, b=bottom, r=40)
+    layout["height"] = max(height - 150, 240) + top + bottom
+    layout["legend"] = dict(orientation="h", x=0.0, xanchor="left", y=0.0, yanchor="bottom", yref="container")
     return figure(data, layout, frames)
 
 
@@ -82,6 +177,8 @@ def story_memory(
     start: int | None = None,
     title: str = "",
     height: int = 480,
+    scale_rows: Sequence[int] | None = None,
+    scale_cols: Sequence[int] | None = None,
 ) -> go.Figure:
     """The state as a fact table, animated over the story, beside each query's held share with a step marker.
 
@@ -92,6 +189,9 @@ def story_memory(
         sentences: one sentence per step, shown above the panels in that step's frame.
         held: query name -> [T] share of its expected answer held after each step (NaN before it is written).
         start: the step shown first (default the last).
+        scale_rows, scale_cols: the cells that set the colour range (default all): the facts' rows and columns, so a
+            filler row or a normaliser column that grows far past them does not turn every fact the same colour.
+            Cells beyond the range show its end colour and their value in the cell.
     """
     states = np.asarray(states, dtype=np.float64)
     if states.ndim != 3 or states.shape[0] == 0:
@@ -111,12 +211,19 @@ def story_memory(
             raise ValueError(f"held[{name!r}] must be [T = {T}], got shape {np.shape(curve)}")
     keep = frame_indices(T)
     first = int(np.abs(keep - (T - 1 if start is None else start)).argmin())
-    zmin, zmax, signed = color_range(states)
+    rows = list(range(K)) if scale_rows is None else list(scale_rows)
+    cols = list(range(V)) if scale_cols is None else list(scale_cols)
+    # S_t is drawn on the one state scale, centred at 0, on every page (lineage.plots.palette.STATE_SCALE)
+    zmin, zmax, _ = color_range(states[:, rows][:, :, cols], signed=True)
     texts = cell_text(states[keep])
-    ticks = [f"{t} {lab}" for t, lab in enumerate(step_labels)]
+    ticks = step_ticks(step_labels)
 
-    panels = ["The memory S_t: row = key, column = value", "Share of each answer held"] if held else ["The memory S_t"]
-    layout = subplot_grid(panels, widths=[1.0, 0.9][: len(panels)], spacing=0.14)
+    panels = (
+        ["The memory S_t: row = key, column = value", "Each answer read back (a blend counts 0)"]
+        if held
+        else ["The memory S_t"]
+    )
+    layout = subplot_grid(panels, widths=[1.0, 0.9][: len(panels)], spacing=PANEL_SPACING)
     titles = layout.pop("annotations", [])
     layout["xaxis"].update(title=dict(text="value"), side="bottom", tickangle=0)
     layout["yaxis"].update(title=dict(text="key"), autorange="reversed")
@@ -127,8 +234,8 @@ def story_memory(
         y=list(row_labels),
         zmin=zmin,
         zmax=zmax,
-        zmid=0.0 if signed else None,
-        colorscale=COLORSCALES[DIVERGING if signed else SEQUENTIAL],
+        zmid=0.0,
+        colorscale=COLORSCALES[STATE_SCALE],
         colorbar=dict(x=layout["xaxis"]["domain"][1] + 0.005, len=0.85, thickness=12),
         text=None if texts is None else texts[first],
         texttemplate="%{text}" if texts is not None else None,
@@ -140,63 +247,55 @@ def story_memory(
     if held:
         layout["xaxis2"].update(
             title=dict(text="step (token)"),
-            tickmode="array",
-            tickvals=list(range(T)),
-            ticktext=ticks,
+            **ticks,
             range=[-0.5, T - 0.5],
             tickangle=STEP_LABEL_ANGLE,
         )
         # the panel's title names the quantity; ticks in percent keep the gap to the heatmap's colour bar clear
         layout["yaxis2"].update(range=[-0.25, 1.25], tickvals=[0, 0.5, 1], tickformat=".0%")
+        # answers that read back alike would hide one another: drawn a little apart, each naming the others
+        drawn, notes = spread_coinciding(held, offset=HELD_SPREAD)
+        # a direct label at each line's end: the first line of a group that reads back alike names them all (keys)
+        end_label = {g[0]: ", ".join(n.split(" →")[0] for n in g) for g in coinciding_groups(held)}
         for i, (name, curve) in enumerate(held.items()):
+            line, marker = series_line(i)
+            finite = np.isfinite(curve)
+            last = int(np.flatnonzero(finite)[-1]) if finite.any() else -1
+            text = [end_label[name] if t == last and name in end_label else "" for t in range(T)]
             data.append(
                 dict(
                     type="scatter",
-                    mode="lines+markers",
+                    mode="lines+markers+text",
+                    text=text,
+                    textposition="top left",  # inside the panel, above the line's end: no margin to run off
+                    cliponaxis=False,
                     x=list(range(T)),
-                    y=[None if not np.isfinite(c) else float(c) for c in curve],
+                    y=[float(d) if ok else None for d, ok in zip(drawn[name], finite, strict=True)],
+                    customdata=[float(c) if ok else None for c, ok in zip(curve, finite, strict=True)],
                     name=name,
-                    line=dict(color=QUERY_COLOURS[i % len(QUERY_COLOURS)], width=3),
-                    marker=dict(size=6),
+                    line=line,
+                    marker=marker | dict(size=6),
                     xaxis="x2",
                     yaxis="y2",
-                    hovertemplate=f"{name}<br>after step %{{x}}: %{{y:.0%}} held<extra></extra>",
+                    hovertemplate=f"{name}<br>after step %{{x}}: %{{customdata:.0%}} read back"
+                    + (f"<br>({notes[name]})" if notes[name] else "")
+                    + "<extra></extra>",
                 )
             )
-        data.append(  # the step marker: a trace, so every frame moves it with the heatmap
-            dict(
-                type="scatter",
-                mode="lines",
-                x=[int(keep[first])] * 2,
-                y=[-0.25, 1.25],
-                line=dict(color=NEUTRAL, width=3, dash="dash"),
-                name="this step",
-                showlegend=False,
-                hoverinfo="skip",
-                xaxis="x2",
-                yaxis="y2",
-                meta="step_marker",
-            )
-        )
     frames = []
     for j, t in enumerate(keep):
-        traces = [dict(type="heatmap", z=states[t], zmin=zmin, zmax=zmax)]
+        trace = dict(type="heatmap", z=states[t], zmin=zmin, zmax=zmax)
         if texts is not None:
-            traces[0]["text"] = texts[j]
-        idx = [0]
+            trace["text"] = texts[j]
+        frame_layout = dict(annotations=[*titles, _sentence(sentences[t])])
         if held:
-            traces.append(dict(type="scatter", x=[int(t)] * 2, y=[-0.25, 1.25]))
-            idx.append(len(data) - 1)
-        frames.append(
-            dict(
-                name=str(t),
-                data=traces,
-                traces=idx,
-                layout=dict(annotations=[*titles, _sentence(sentences[t])]),
-            )
-        )
+            frame_layout["shapes"] = [step_marker_shape(int(t))]
+        frames.append(dict(name=str(t), data=[trace], traces=[0], layout=frame_layout))
     layout["annotations"] = [*titles, _sentence(sentences[keep[first]])]
-    return _animated(data, layout, frames, keep, first, title=title, height=height, upright=ticks if held else ())
+    if held:
+        layout["shapes"] = [step_marker_shape(int(keep[first]))]
+    upright = ticks["ticktext"] if held else ()
+    return _animated(data, layout, frames, keep, first, title=title, height=height, upright=upright)
 
 
 def attention_story(
@@ -210,6 +309,7 @@ def attention_story(
     start: int | None = None,
     title: str = "",
     height: int = 480,
+    colours: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """Softmax attention generating the story: head 0's attention rows so far (left) and a cost per step (right:
     rows projected, bytes cached…, with the step marker), one frame per token, with the step's sentence.
@@ -218,7 +318,8 @@ def attention_story(
         attn: [T, T] attention weights (row t: query t over keys ≤ t).
         step_labels: the token of each step. sentences: one per step.
         series: name -> [T] values per step, drawn as lines on the right. series_title, y_title: its panel's title
-            and y axis.
+            and y axis. colours: series name -> colour, for a series that is a kind of memory
+            (``palette.KIND_COLOURS``); the others are neutral series.
     """
     attn = np.asarray(attn, dtype=np.float64)
     T = attn.shape[0]
@@ -233,7 +334,7 @@ def attention_story(
     top = 1.1 * max((float(np.nanmax(y)) for y in series.values()), default=1.0)
     keep = frame_indices(T)
     first = int(np.abs(keep - (T - 1 if start is None else start)).argmin())
-    ticks = [f"{t} {lab}" for t, lab in enumerate(step_labels)]
+    ticks = step_ticks(step_labels)
     shown = np.where(np.tril(np.ones((T, T))) > 0, attn, np.nan)
 
     def upto(t: int) -> np.ndarray:
@@ -241,9 +342,9 @@ def attention_story(
         z[t + 1 :] = np.nan
         return z
 
-    layout = subplot_grid(["Head 0's attention, query row by row", series_title], spacing=0.14)
+    layout = subplot_grid(["Head 0's attention, query row by row", series_title], spacing=PANEL_SPACING)
     titles = layout.pop("annotations", [])
-    axis = dict(tickmode="array", tickvals=list(range(T)), ticktext=ticks, tickangle=STEP_LABEL_ANGLE)
+    axis = dict(**ticks, tickangle=STEP_LABEL_ANGLE)
     layout["xaxis"].update(title=dict(text="key (token)"), **axis)
     layout["yaxis"].update(title=dict(text="query (token)"), autorange="reversed", **axis | dict(tickangle=0))
     layout["xaxis2"].update(title=dict(text="step (token)"), range=[-0.5, T - 0.5], **axis)
@@ -261,6 +362,9 @@ def attention_story(
         )
     ]
     for i, (name, r) in enumerate(series.items()):
+        line, marker = series_line(i)
+        if colours and name in colours:  # a series that is a kind of memory wears its kind's colour (grows / fixed)
+            line, marker = line | dict(color=colours[name], dash="solid"), marker | dict(color=colours[name])
         data.append(
             dict(
                 type="scatter",
@@ -268,37 +372,24 @@ def attention_story(
                 x=list(range(T)),
                 y=r.tolist(),
                 name=name,
-                line=dict(color=QUERY_COLOURS[i], width=3),
+                line=line,
+                marker=marker,
                 xaxis="x2",
                 yaxis="y2",
             )
         )
-    data.append(
-        dict(
-            type="scatter",
-            mode="lines",
-            x=[int(keep[first])] * 2,
-            y=[0, top],
-            line=dict(color=NEUTRAL, width=3, dash="dash"),
-            showlegend=False,
-            hoverinfo="skip",
-            xaxis="x2",
-            yaxis="y2",
-            name="this step",
-            meta="step_marker",
-        )
-    )
     frames = [
         dict(
             name=str(t),
-            data=[dict(type="heatmap", z=upto(int(t))), dict(type="scatter", x=[int(t)] * 2, y=[0, top])],
-            traces=[0, len(data) - 1],
-            layout=dict(annotations=[*titles, _sentence(sentences[t])]),
+            data=[dict(type="heatmap", z=upto(int(t)))],
+            traces=[0],
+            layout=dict(annotations=[*titles, _sentence(sentences[t])], shapes=[step_marker_shape(int(t))]),
         )
         for t in keep
     ]
     layout["annotations"] = [*titles, _sentence(sentences[keep[first]])]
-    return _animated(data, layout, frames, keep, first, title=title, height=height, upright=ticks)
+    layout["shapes"] = [step_marker_shape(int(keep[first]))]
+    return _animated(data, layout, frames, keep, first, title=title, height=height, upright=ticks["ticktext"])
 
 
 def decode_ratio_curves(
@@ -331,7 +422,8 @@ def decode_ratio_curves(
                 x=batches.tolist(),
                 y=np.asarray(r, dtype=np.float64).tolist(),
                 name=name,
-                line=dict(color=QUERY_COLOURS[i % len(QUERY_COLOURS)], width=3),
+                line=series_line(i)[0],
+                marker=series_line(i)[1],
                 hovertemplate=f"{name}<br>batch %{{x}}: %{{y:.2f}}×<extra></extra>",
             )
         )
@@ -383,8 +475,8 @@ def crossover(
     if set(measured) != set(extended):
         raise ValueError("measured and extended must name the same layer kinds")
     data = []
-    for i, kind in enumerate(measured):
-        colour = QUERY_COLOURS[i % len(QUERY_COLOURS)]
+    for kind in measured:
+        colour = mechanism_line(kind.split()[0].lower())[0]["color"]  # "MLA layer" -> MLA's colour
         data.append(
             dict(
                 type="scatter",

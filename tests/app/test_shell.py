@@ -10,6 +10,7 @@ from tests.app.util import ROOT, SEED_LABEL, after_first_chart, figures, run_pag
 from ui import limits
 from ui.classroom import PROJECTION
 from ui.common import BUSY_TEXT
+from ui.nav import DEFAULT_PAGE, PAGES, SECTIONS, neighbours, tour
 
 
 def sidebar_controls(at) -> tuple[list[str], list[str]]:
@@ -64,3 +65,18 @@ def test_a_bad_seed_in_the_link_is_said_once():
     after_first_chart(at)
     assert [w.value for w in at.warning if "seed" in w.value] == expected
     assert at.sidebar.number_input[0].value == 0
+
+
+@pytest.mark.parametrize("url_path", ["ledger", "memory_cost", "live_benchmark"])
+def test_the_shell_ends_every_page_with_previous_and_next(url_path):
+    """Previous / Next come from app.py under every page but Home, labs and tools included; the last stop's Next is
+    Home, and the tour holds every page of the navigation, section by section."""
+    stops = tour()
+    assert [p.url_path for p in stops] == [p.url_path for s in SECTIONS for p in PAGES if p.section == s]
+    assert len(stops) == len(PAGES) and neighbours(stops[-1].url_path)[1].url_path == DEFAULT_PAGE
+    at = run_page(url_path)
+    prev, nxt = neighbours(url_path)
+    labels = [b.label for b in at.button]
+    assert f"← Previous: {prev.title}" in labels and f"Next: {nxt.title} →" in labels, labels
+    home = run_page("home")
+    assert not [b.label for b in home.button if b.label.startswith(("Next: ", "← Previous"))]

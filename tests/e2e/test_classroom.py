@@ -22,7 +22,8 @@ from ui.nav import tour
 pytestmark = pytest.mark.browser
 
 CHANGE_TIMEOUT_MS = 30_000  # one rerun after a click or a key
-# The tour after Home: the stages, the claims ledger, then the first lab, where it ends.
+# The tour after Home through the stages and the claims ledger to the first lab (tests/e2e/test_player.py walks on
+# through the labs and the tools back home).
 _STOPS = tour()[1:]
 TOUR = _STOPS[: next(i for i, e in enumerate(_STOPS) if e.section == "Labs") + 1]
 STEP_PAGE = "gla"  # a quick stage page for the step keys and the export
@@ -201,18 +202,18 @@ def wait_for_page_change(page, old_path: str, old_title: str) -> None:
 
 
 def test_tour_walks_every_stage_in_order(watched, server):
-    """From the first stage, "Next" (clicked, or Shift+N) visits every lineage stage in ``ui.nav.PAGES`` order and
-    stops at the last; "Previous" (Shift+P, or clicked) goes back one stage at a time. The shared seed, set by the
-    link, stays in the URL all the way (and with it a widget-bound parameter, which st.switch_page must not clear)."""
+    """From the first stage, "Next" (clicked, or Shift+N) visits every lineage stage in ``ui.nav.PAGES`` order, then
+    the first lab, which offers the next stop in turn; "Previous" (Shift+P, or clicked) goes back one stage at a time.
+    The shared seed, set by the link, stays in the URL all the way (and with it a widget-bound parameter, which
+    st.switch_page must not clear)."""
     page = watched.page
     open_url(page, f"{server.url}/{TOUR[0].url_path}?seed=5")
     visited = [(path(page), title(page))]
     seeds = [query(page).get("seed")]
     labels = []
-    for i in range(len(TOUR)):  # one more than needed: a Next on the last stage would show up as an extra stage
+    for i in range(len(TOUR) - 1):
         button = next_button(page)
-        if not button.count():
-            break
+        assert button.count(), f"no Next on {visited[-1]}"
         labels.append(button.inner_text().splitlines()[0].strip())
         old = visited[-1]
         if i % 2:
@@ -227,7 +228,7 @@ def test_tour_walks_every_stage_in_order(watched, server):
     assert [p for p, _ in visited] == [e.url_path for e in TOUR]
     assert [t for _, t in visited] == [stages.stage(e.stage).title if e.stage else e.title for e in TOUR]
     assert labels == [f"Next: {e.title} →" for e in TOUR[1:]]
-    assert not next_button(page).count(), "the tour's last stop offers a Next"
+    assert next_button(page).inner_text().startswith(f"Next: {_STOPS[len(TOUR)].title}"), "the tour ends at the lab"
     assert seeds == ["5"] * len(visited), f"the seed in the URL, page by page: {seeds}"
 
     # back from the ledger (the lab where the tour ends has its own page, without tour buttons)
@@ -300,6 +301,7 @@ def test_deep_link_restores_the_view_and_controls_update_the_url(watched, server
 
 
 def test_keys_j_and_k_step_the_page(watched, server):
+    """J and K step every animation on the page in the browser (no rerun: ui.player), and the URL follows."""
     page = watched.page
     key = f"{STEP_PAGE}_step"
     open_url(page, f"{server.url}/{STEP_PAGE}?{STEP_PAGE}_T={STEP_T}")
@@ -308,9 +310,10 @@ def test_keys_j_and_k_step_the_page(watched, server):
 
     for press, step in (("J", last - 1), ("J", last - 2), ("K", last - 1)):
         blur(page)
-        with one_rerun(page, f"key {press}"):
-            page.keyboard.press(press)
-        assert set(animation_labels(page)) == {f"step {step}"}, f"{press}: the animations did not follow the step"
+        page.keyboard.press(press)
+        page.wait_for_function(
+            f"() => ({ANIMATION_LABELS_JS})().every(label => label === 'step {step}')", timeout=CHANGE_TIMEOUT_MS
+        )
         wait_for_param(page, key, str(step))  # and the URL
     assert_clean(watched, f"/{STEP_PAGE} keys")
 
@@ -351,11 +354,17 @@ def test_exported_animation_plays_offline(watched, server, browser, tmp_path):
         readout = offline.locator("g.slider-group > text.slider-label").first
         before = readout.text_content()
         assert before and before.startswith("step "), before
+        # plotly.js says when it draws a frame: wait for that, as long as a loaded machine needs, not a fixed time
+        offline.evaluate(
+            "() => { window.__frames = 0;"
+            " document.querySelector('.js-plotly-plot').on('plotly_animatingframe', () => window.__frames++); }"
+        )
         offline.locator("g.updatemenu-button", has_text="Play").click()
+        offline.wait_for_function("() => window.__frames > 0", timeout=LOAD_TIMEOUT_MS)
         offline.wait_for_function(
             "([el, before]) => el.textContent !== before",
             arg=[readout.element_handle(), before],
-            timeout=10_000,
+            timeout=LOAD_TIMEOUT_MS,
         )
         assert not aborted, f"the exported file asked the network for {aborted}"
         assert not errors, f"the exported file raised {errors}"

@@ -36,8 +36,8 @@ STEP_SHOWN_JS = """() => {
     const label = gd.querySelector('g.slider-group > text.slider-label')?.textContent || '';
     const sentence = [...gd.querySelectorAll('g.annotation text')].map(t => t.textContent)
         .find(t => t.startsWith('Step ')) || '';
-    const marker = gd.data.find(t => t.meta === 'step_marker');
-    return {label, sentence, marker: marker ? marker.x[0] : null, active: gd.layout.sliders[0].active};
+    const marker = (gd.layout.shapes || []).find(s => s.name === 'step_marker');
+    return {label, sentence, marker: marker ? marker.x0 : null, active: gd.layout.sliders[0].active};
 }"""
 
 
