@@ -238,4 +238,4 @@ def test_answers_that_read_back_alike_are_drawn_apart_and_labelled_at_their_end(
     assert len(set(ends)) == 4 and max(ends) - min(ends) < 0.2  # apart, but only just
     assert all(float(t.customdata[-1]) == pytest.approx(1.0, abs=1e-6) for t in lines)
     labels = [x for t in lines for x in t.text if x]
-    assert labels == [", ".join(q.key for q in claims.QUERIES)], labels
+    assert labels == [", ".join(q.key for q in story.queries)], labels

@@ -93,6 +93,27 @@ def _panel_chars(layout: dict, x: float) -> int:
     return int((dom[1] - dom[0]) * LAPTOP_PLOT_PX / (0.55 * _text_px(PANEL_TITLE_PX)))
 
 
+LABEL_GAP = 0.2  # of the held panel's y (shares): end labels closer than this go on opposite sides of their lines
+
+
+def _labels_below(end_label: dict[str, str], drawn: dict[str, np.ndarray]) -> set[str]:
+    """The labelled lines whose end label goes below the line: the lower of two lines that end within LABEL_GAP of
+    each other, from the top down."""
+    ends = []
+    for name in end_label:
+        finite = drawn[name][np.isfinite(drawn[name])]
+        if finite.size:
+            ends.append((float(finite[-1]), name))
+    below, previous = set(), None
+    for y, name in sorted(ends, reverse=True):
+        if previous is not None and previous - y < LABEL_GAP:
+            below.add(name)
+            previous = None  # the next label is free to go above again
+        else:
+            previous = y
+    return below
+
+
 def step_marker_shape(t: int) -> dict:
     """The dashed line at step ``t`` across the line panel (axes x2, y2), named "step_marker".
 
@@ -255,8 +276,10 @@ def story_memory(
         layout["yaxis2"].update(range=[-0.25, 1.25], tickvals=[0, 0.5, 1], tickformat=".0%")
         # answers that read back alike would hide one another: drawn a little apart, each naming the others
         drawn, notes = spread_coinciding(held, offset=HELD_SPREAD)
-        # a direct label at each line's end: the first line of a group that reads back alike names them all (keys)
-        end_label = {g[0]: ", ".join(n.split(" →")[0] for n in g) for g in coinciding_groups(held)}
+        # a direct label at the end of a line that stands for others: the group's first line names them all (keys).
+        # A line alone has its legend entry and no label: labels of nearby lines would run into each other.
+        end_label = {g[0]: ", ".join(n.split(" →")[0] for n in g) for g in coinciding_groups(held) if len(g) > 1}
+        end_below = _labels_below(end_label, drawn)
         for i, (name, curve) in enumerate(held.items()):
             line, marker = series_line(i)
             finite = np.isfinite(curve)
@@ -267,7 +290,9 @@ def story_memory(
                     type="scatter",
                     mode="lines+markers+text",
                     text=text,
-                    textposition="top left",  # inside the panel, above the line's end: no margin to run off
+                    # inside the panel, above the line's end (below it where another label sits just above): no
+                    # margin to run off, and two labels of lines that end close together do not overprint
+                    textposition="bottom left" if name in end_below else "top left",
                     cliponaxis=False,
                     x=list(range(T)),
                     y=[float(d) if ok else None for d, ok in zip(drawn[name], finite, strict=True)],
