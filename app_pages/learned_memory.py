@@ -2,63 +2,36 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
-from lineage import plots, train
+from lineage import findings, plots, sweep, train
 from lineage.device import device_info
 from lineage.lm import CONTROLS, MIXERS, LMConfig, learned_layers
 from lineage.tasks import TASK_TITLES, TASKS, TaskConfig, make_batch
-from lineage.train import TrainConfig, TrainResult
+from lineage.train import LIVE_MIXERS, LIVE_MODEL, LIVE_TASK, LIVE_TRAINING, TrainConfig, TrainResult
 from ui import limits
 from ui.classroom import chart, controls_row, prose
 from ui.common import BUSY_TEXT, device_label, run_or_stop, seed, stop_page, what_to_notice
 from ui.common import caps as common_caps
 
-REFERENCE = Path(__file__).resolve().parents[1] / "data" / "learned_memory_reference.json"
-# The same model and task at the points where the reference run fell short, given a longer cap (see its command)
-LONGER = Path(__file__).resolve().parents[1] / "data" / "learned_memory_longer.json"
+DATA = Path(__file__).resolve().parents[1] / "data"
+RECORD = DATA / "learned_memory_sweep.jsonl"  # python -m lineage sweep data/learned_memory_grid_cpu.json --out …
+GRID = DATA / "learned_memory_grid.json"  # the whole grid, for a cluster; the record holds the part that fits a CPU
+CPU_GRID = DATA / "learned_memory_grid_cpu.json"
 
-
-# What the papers found on MQAR, checked against the recorded numbers: (kind, mechanism, other, source).
-# "solves": reaches the target at every recorded size; "beats": higher mean accuracy; "at least": mean accuracy at
-# least as high, and the target reached in no more steps on average.
-PAPER_CLAIMS = (
-    (
-        "solves",
-        "softmax",
-        None,
-        "Zoology (Arora et al. 2023, arXiv 2312.04927): attention solves MQAR at every size it tests; models with a "
-        "fixed-size state need a larger state as the number of pairs grows",
-    ),
-    (
-        "beats",
-        "deltanet",
-        "linear_attention",
-        "DeltaNet (Yang et al. 2024, arXiv 2406.06484): on MQAR the delta rule beats additive linear attention",
-    ),
-    (
-        "at least",
-        "kda",
-        "gated_deltanet",
-        "Kimi Linear report (arXiv 2510.26692), §5.1 and Figure 4(b), on its MQAR (2 layers, 2 heads of 128, up to "
-        "20,000 steps): KDA has the highest accuracy at every training length from 256 to 2,048 tokens, and at 1,024 "
-        "tokens converges markedly faster than Gated DeltaNet. Its MQAR example puts the queries after a separator; "
-        "the recorded run uses Zoology's layout, at far shorter lengths",
-    ),
-)
-TIE = 0.02  # accuracies this close count as equal
 # How each task here stands to the paper it comes from, shown under the task picker (the full comparison is in
 # lineage/tasks.py's docstring). The Kimi Linear report defines Palindrome, MQAR and Stack in §5.1, pp. 7–8.
 KIMI_SIZES = " The report trains on 256–2,048 tokens for up to 20,000 steps; the runs here are far smaller."
 TASK_SOURCES = {
-    "mqar": "MQAR as Zoology generates it (arXiv 2312.04927, §3): the pairs, then every key asked once, at power-law "
-    "distances. The Kimi Linear report's MQAR (arXiv 2510.26692, §5.1, Figure 4b) is laid out otherwise in its "
-    "example: the pairs, a separator, then the queried keys back to back.",
+    "mqar": "MQAR as Zoology generates it (Arora et al. 2023, arXiv 2312.04927, §3): the pairs, then every key asked "
+    "once, at power-law distances; the DeltaNet paper (arXiv 2406.06484) trains on it too. The Kimi Linear report's "
+    "MQAR (arXiv 2510.26692, §5.1, Figure 4b) is laid out otherwise in its example: the pairs, a separator, then the "
+    "queried keys back to back. (Gated DeltaNet, arXiv 2412.06464, tests recall on RULER's needle tasks, S-NIAH, "
+    "not on MQAR.)",
     "palindrome": "Palindrome as the Kimi Linear report defines it (arXiv 2510.26692, §5.1, Figure 4a): random tokens, "
     "a separator, then the same tokens reversed. One difference: here the separator's position is scored too (its "
     "answer is the token just before it), which the report's example leaves unscored — one easy position in every "
@@ -68,174 +41,49 @@ TASK_SOURCES = {
     "stack in one token, then the value) against its three (`<PUSH> 1 G`, `<POP> 0 E`). As there, every pop is "
     "scored: the answer is the value on top of that stack." + KIMI_SIZES,
 }
-# The model and optimiser of a live run: those of the recorded sweep (see its command), up to 64 tokens.
-LIVE_MODEL = LMConfig(vocab_size=64, max_len=64, d_model=64, n_layers=2, n_heads=4)
-LIVE_TRAINING = TrainConfig(lr=1e-3, batch_size=64)
+FRONT_END_TITLES = {
+    "conv": "the same short convolution on q, k, v for every mixer",
+    "none": "no convolution for any mixer (the ablation)",
+}
+PLATEAU_TEXT = (
+    "Every mixer first learns to guess *one of the values* in the context — accuracy near 1/N for N pairs — and sits "
+    "there until it can bind each value to the key just before it. The short convolution hands every position the "
+    "previous tokens, so with it that step comes early; without it the model must learn it from the position "
+    "embedding, which can take thousands of steps."
+)
 
 
 @st.cache_data(max_entries=2, ttl=3600, show_spinner=False)
-def longer_reference(mtime: float) -> dict:
-    """The second recorded run (``LONGER``), read once per change of the file."""
-    return json.loads(LONGER.read_text())
-
-
-def same_point(a: TrainResult, b: TrainResult) -> bool:
-    """The same model, task and optimiser, up to the caps on steps and seconds."""
-    caps = ("max_steps", "max_seconds")
-    return (
-        a.model == b.model
-        and a.task == b.task
-        and a.seed == b.seed
-        and {k: v for k, v in a.train.items() if k not in caps} == {k: v for k, v in b.train.items() if k not in caps}
-    )
-
-
-def longer_sentence(runs: list[TrainResult], longer: dict) -> str:
-    """What the points the reference run did not solve did when given longer, from the second recorded run."""
-    again = [TrainResult.from_dict(r) for r in longer["runs"]]
-    pairs = [(r, a) for r in runs if not r.solved for a in again if same_point(a, r)]
-    if not pairs:
-        return ""
-    cap = max(a.train["max_steps"] for _, a in pairs)
-    said = []
-    for r, a in sorted(pairs, key=lambda p: (p[0].mixer, p[0].task["n_pairs"])):
-        what = (
-            f"{plots.mixer_title(r.mixer)} with {r.task['n_pairs']} pairs in {r.task['seq_len']} tokens "
-            f"({r.accuracy:.0%} after {r.steps:,})"
-        )
-        if a.solved:
-            said.append(f"{what} reached {a.accuracy:.0%} after {a.steps:,} steps")
-        else:
-            said.append(f"{what} was at {a.accuracy:.0%} after {a.steps:,} steps ({a.stopped.replace('_', ' ')})")
-
-    def points(solved: bool) -> str:
-        by: dict[str, list[str]] = {}
-        for r, a in pairs:
-            if a.solved == solved:
-                by.setdefault(plots.mixer_title(r.mixer), []).append(
-                    f"{r.task['n_pairs']} pairs in {r.task['seq_len']} tokens"
-                )
-        return " and ".join(f"{name} at {', '.join(at)}" for name, at in by.items())
-
-    verdict = []
-    if solved := points(True):
-        verdict.append(f"{solved} needed more steps, not another memory")
-    if unsolved := points(False):
-        verdict.append(
-            f"{unsolved} did not reach the target within {cap:,} steps either: a longer plateau or a limit of the "
-            "model, which this record cannot tell apart"
-        )
-    return (
-        f"**Given up to {cap:,} steps** (a second recorded run on {longer['device']}, {longer['date'][:10]}, "
-        f"`{longer['command']}`): " + "; ".join(said) + ". So " + "; ".join(verdict) + "."
-    )
+def record(mtime: float) -> list[dict]:
+    """The recorded sweep's finished points (re-read when the file changes)."""
+    return sweep.read_results(RECORD)
 
 
 @st.cache_data(max_entries=2, ttl=3600, show_spinner=False)
-def reference(mtime: float) -> dict:
-    """The recorded sweep (re-read when the file changes)."""
-    return json.loads(REFERENCE.read_text())
-
-
-def sweep_axes(runs: list[TrainResult]) -> tuple[dict, dict, int, int]:
-    """The recorded runs as the two Zoology axes: accuracy vs pairs (at the most common length) and vs length (at
-    the most common number of pairs). Returns (by_pairs, by_length, that length, those pairs)."""
-    lengths = [r.task["seq_len"] for r in runs]
-    pairs = [r.task["n_pairs"] for r in runs]
-    T = max(set(lengths), key=lengths.count)
-    N = max(set(pairs), key=pairs.count)
-    by_pairs: dict[str, tuple[list, list]] = {}
-    by_length: dict[str, tuple[list, list]] = {}
-    for r in sorted(runs, key=lambda r: (r.task["n_pairs"], r.task["seq_len"])):
-        if r.task["seq_len"] == T:
-            by_pairs.setdefault(r.mixer, ([], []))
-            by_pairs[r.mixer][0].append(r.task["n_pairs"])
-            by_pairs[r.mixer][1].append(r.accuracy)
-    for r in sorted(runs, key=lambda r: r.task["seq_len"]):
-        if r.task["n_pairs"] == N:
-            by_length.setdefault(r.mixer, ([], []))
-            by_length[r.mixer][0].append(r.task["seq_len"])
-            by_length[r.mixer][1].append(r.accuracy)
-    return by_pairs, by_length, T, N
-
-
-def solved_sentence(runs: list[TrainResult], T: int, target: float, caps: str) -> str:
-    """Which mechanism solved which numbers of pairs, and where each one stopped short and why, from the records."""
-    parts = []
-    by: dict[str, list[TrainResult]] = {}
-    for r in sorted(runs, key=lambda r: r.task["n_pairs"]):
-        if r.task["seq_len"] == T:
-            by.setdefault(r.mixer, []).append(r)
-    for mixer, rs in by.items():
-        name = plots.mixer_title(mixer)
-        solved = [r.task["n_pairs"] for r in rs if r.accuracy >= target]
-        short = [r for r in rs if r.accuracy < target]
-        if not short:
-            parts.append(f"**{name}** solved every size (up to {max(solved)} pairs)")
-            continue
-        why = [
-            f"{r.accuracy:.1%} at {r.task['n_pairs']} pairs"
-            + (f" (stopped by the time cap after {r.steps} steps)" if r.stopped == "max_seconds" else "")
-            for r in short
-        ]
-        got = f"solved {', '.join(map(str, solved))} pairs; " if solved else "solved none: "
-        parts.append(f"**{name}** {got}{', '.join(why)}")
-    return f"At {T} tokens, reaching {target:.0%} held-out accuracy within {caps}: " + "; ".join(parts) + "."
-
-
-def paper_checks(runs: list[TrainResult]) -> list[str]:
-    """Each claim of the papers, and whether the recorded numbers agree with it."""
-    by = {}
-    for r in runs:
-        by.setdefault(r.mixer, []).append(r)
-    acc = {m: float(np.mean([r.accuracy for r in rs])) for m, rs in by.items()}
-    lines = []
-    for kind, m, other, source in PAPER_CLAIMS:
-        if m not in by or (other is not None and other not in by):
-            continue
-        name = plots.mixer_title(m)
-        if kind == "solves":
-            agree = all(r.solved for r in by[m])
-            here = (
-                f"{name} reached the target at all {len(by[m])} recorded points"
-                if agree
-                else f"{name} reached it at {sum(r.solved for r in by[m])} of {len(by[m])} points, at best "
-                f"{max(r.accuracy for r in by[m]):.0%}"
-            )
-        else:
-            other_name = plots.mixer_title(other)
-            here = f"mean accuracy {name} {acc[m]:.0%}, {other_name} {acc[other]:.0%}"
-            agree = acc[m] > acc[other] + TIE if kind == "beats" else acc[m] >= acc[other] - TIE
-            steps = {k: [r.steps for r in by[k] if r.solved] for k in (m, other)}
-            if kind == "at least" and all(steps.values()):
-                mean_steps = {k: float(np.mean(v)) for k, v in steps.items()}
-                here += f"; target reached in {mean_steps[m]:.0f} against {mean_steps[other]:.0f} steps on average"
-                agree = agree and mean_steps[m] <= mean_steps[other]
-        lines.append(f"{source}. Here: {here} — this run {'agrees' if agree else '**disagrees**'}.")
-    return lines
-
-
-def guessing_sentence(runs: list[TrainResult]) -> str:
-    """Which mechanisms failed by guessing among the context's values (accuracy near 1/pairs), if any."""
-    near = [r for r in runs if not r.solved and abs(r.accuracy - 1 / r.task["n_pairs"]) < 0.1]
-    if not near:
-        return ""
-    names = " and ".join(dict.fromkeys(plots.mixer_title(r.mixer) for r in near))
-    examples = ", ".join(
-        f"{plots.mixer_title(r.mixer)} {r.accuracy:.0%} with {r.task['n_pairs']} pairs"
-        for r in sorted(near, key=lambda r: r.task["n_pairs"])[:4]
-    )
-    return (
-        f"Where {names} failed, their accuracy sat near 1/N for N pairs ({examples}): they had learned to answer "
-        "with one of the values in the context, but not the one bound to the queried key. That is the plateau "
-        "before a model learns to look up the token after a match; in this run they did not leave it within "
-        f"{near[0].train['max_steps']} steps. The papers train for many thousands of steps: the Kimi Linear report "
-        "gives each synthetic task up to 20,000 (arXiv 2510.26692, §5.1; its Figure 4 plots accuracy to 20K steps)."
-    )
+def grid_size(mtime: float, path: str) -> int:
+    """How many points a grid file holds."""
+    return len(sweep.points_of(sweep.read_grid(path))[0])
 
 
 def curves_of(results: dict[str, TrainResult]) -> dict:
     return {m: (r.eval_step, r.eval_accuracy) for m, r in results.items()}
+
+
+def sweep_lines(rows: list[findings.Summary], x_of) -> tuple[dict, dict, dict]:
+    """Chart lines from summaries: key -> (x, mean accuracy), key -> (lowest, highest), key -> name."""
+    points: dict[str, tuple[list, list]] = {}
+    spread: dict[str, tuple[list, list]] = {}
+    names: dict[str, str] = {}
+    for x in sorted(rows, key=x_of):
+        key = x.setting.mixer + ("" if x.setting.front_end == "conv" else f"/{x.setting.front_end}")
+        names[key] = findings.label(x.setting, plots.mixer_title)
+        points.setdefault(key, ([], []))
+        spread.setdefault(key, ([], []))
+        points[key][0].append(x_of(x))
+        points[key][1].append(x.mean)
+        spread[key][0].append(x.low)
+        spread[key][1].append(x.high)
+    return points, spread, names
 
 
 # --- the page -------------------------------------------------------------------------------------------------------
@@ -247,8 +95,10 @@ Every other page sets the gates and β by hand. Here small language models learn
 GPT-2-style stack — token and position embeddings, two pre-norm blocks, an MLP, an output head — with one mechanism
 of the lineage as its token mixer, built from the layers the stage pages run, with gates and β computed from the
 data as in the papers. They are trained with AdamW on **multi-query associative recall** (MQAR, from the Zoology
-paper): key–value pairs, then the keys again, and the model must answer each with its value. A fixed-size state has
-to hold every pair at once; a KV cache just keeps them all.
+paper, Arora et al. 2023, and used by the DeltaNet paper): key–value pairs, then the keys again, and the model must
+answer each with its value. A fixed-size state has to hold every pair at once; a KV cache just keeps them all.
+As in Zoology, every mixer gets the **same front end** — a short convolution on q, k and v — so no mechanism wins by
+its front end alone; the ablation takes it off.
 """
 )
 
@@ -259,68 +109,96 @@ cap_text = (
 )
 
 
-def recorded_section(data: dict) -> None:
-    """The recorded sweep: the Zoology-style charts, what they say, the papers' expectations, and a live re-run."""
-    runs = [TrainResult.from_dict(r) for r in data["runs"]]
-    by_pairs, by_length, ref_T, ref_N = sweep_axes(runs)
-    first = runs[0]
-    chance = TaskConfig(**first.task).chance
-    live_points: dict[str, tuple[list, list]] = st.session_state.setdefault("learned_memory_live_points", {})
-    st.subheader("The recorded run: accuracy against the number of pairs, one state size")
-    limits = f"{first.train['max_steps']} steps or {first.train['max_seconds']:.0f} s"
-    st.markdown(solved_sentence(runs, ref_T, first.train["target_accuracy"], limits))
+def recorded_section(results: list[dict]) -> None:
+    """The recorded sweep: accuracy against pairs (best learning rate, seeds' spread, the ablation), against state
+    size, the sentences computed from it, and a live re-run of any recorded point."""
+    title = plots.mixer_title
+    summaries = findings.summarise(r["result"] for r in results)
+    rows = findings.by_pairs(summaries) + findings.by_pairs(summaries, "none")
+    first = TrainResult.from_dict(results[0]["result"])
+    T = first.task["seq_len"]
+    st.subheader("The recorded sweep: accuracy against the number of pairs")
+    points, spread, names = sweep_lines(rows, lambda x: x.setting.n_pairs)
     chart(
         plots.accuracy_sweep(
-            by_pairs,
+            points,
             x_title="key–value pairs",
-            title=f"MQAR at {ref_T} tokens; every linear layer holds {max(r.state_numbers for r in runs):,} numbers "
-            "of state "
-            f"({first.model['n_heads']} heads × {first.model['d_model'] // first.model['n_heads']}²)",
-            chance=chance,
-            live=live_points,
+            title=f"MQAR at {T} tokens, width {findings.main_width(summaries)}: best learning rate, mean of the seeds "
+            "(bars: lowest to highest seed); dotted: without the convolution",
+            chance=TaskConfig(**first.task).chance,
+            spread=spread,
+            names=names,
         ),
         key="learned_memory_pairs",
-        alt="Held-out accuracy against the number of key-value pairs for each mechanism, from the recorded run.",
+        alt="Held-out accuracy against the number of key-value pairs for each mechanism, from the recorded sweep.",
     )
-    st.caption(
-        f"Recorded {data['date']} on {data['device']} ({data['machine']}, {data['cpu_count']} cores, "
-        f"{data['threads']} torch thread, load average {data['load_average_before'][0]:.1f} at the start: other "
-        f"work shared the machine), torch {data['torch_version']}, {data['wall_seconds'] / 60:.0f} min in all, with "
-        f"`{data['command']}`."
-    )
-    if len({x for xs, _ in by_length.values() for x in xs}) > 1:
+    st.caption(findings.memory_caption(summaries, title))
+    for line in findings.solved_sentences(summaries, title):
+        st.markdown(f"- {line}")
+    if said := findings.most_learned(summaries, title):
+        st.markdown(said)
+    for line in findings.front_end_sentences(summaries, title):
+        st.markdown(f"- {line}")
+    if said := findings.plateau_sentence(summaries, title):
+        st.markdown(said)
+    st.markdown("**What the papers found, against this record:**")
+    for line in findings.paper_checks(summaries, title):
+        st.markdown(f"- {line}")
+    if (n := findings.capacity_pairs(summaries)) is not None:
+        cap_points, cap_spread, cap_names = sweep_lines(findings.by_width(summaries, n), findings.Summary.state_size)
         chart(
             plots.accuracy_sweep(
-                by_length,
-                x_title="sequence length (tokens)",
-                title=f"MQAR with {ref_N} pairs: accuracy against sequence length (recorded)",
-                chance=chance,
+                cap_points,
+                x_title="numbers one layer carries (log scale)",
+                title=f"MQAR with {n} pairs: accuracy against the memory one layer carries (Zoology's plot)",
+                spread=cap_spread,
+                names=cap_names,
+                log_x=True,
             ),
-            key="learned_memory_lengths",
-            alt="Held-out accuracy against sequence length for each mechanism, from the recorded run.",
+            key="learned_memory_capacity",
+            alt="Held-out accuracy against the numbers one layer carries, one line per mechanism, from the sweep.",
         )
-    with st.expander("Each recorded point: steps, wall time, why it stopped"):
+        st.markdown(findings.capacity_sentence(summaries, title))
+    sessions = sorted({r["run"]["started"]: r["run"] for r in results}.items())
+    commands = list(dict.fromkeys(r["run"]["command"] for r in results))
+    whole = grid_size(GRID.stat().st_mtime, str(GRID)) if GRID.exists() else 0
+    cpu = grid_size(CPU_GRID.stat().st_mtime, str(CPU_GRID)) if CPU_GRID.exists() else 0
+    rest = (
+        f" The other {cpu - len(results)} were not run: the time this record had ran out (the same command resumes)."
+        if cpu > len(results)
+        else ""
+    )
+    run = sessions[0][1]
+    st.caption(
+        f"{len(results)} recorded points ({len(summaries)} setting{'s' if len(summaries) != 1 else ''}, each the best "
+        f"of its learning rates over its seeds) of the {cpu} in data/learned_memory_grid_cpu.json, the part of the "
+        f"whole grid (data/learned_memory_grid.json, {whole:,} points, for a cluster) meant for a 2-core CPU.{rest} "
+        f"Run in {len(sessions)} session{'s' if len(sessions) != 1 else ''} from {sessions[0][0]} on {run['machine']} "
+        f"({run['cpu_count']} cores, {run['runner']}, {first.threads} torch thread per point, load average "
+        f"{run['load_average'][0]:.1f} at the start: other work shared the machine), torch {first.torch_version}, "
+        "with " + " and ".join(f"`{c}`" for c in commands) + "."
+    )
+    with st.expander("Each recorded setting: learning rates, seeds, steps, why each stopped"):
         st.markdown(
             "\n".join(
-                f"- {plots.mixer_title(r.mixer)}, {r.task['n_pairs']} pairs, {r.task['seq_len']} tokens: "
-                f"{r.accuracy:.1%} after {r.steps} steps ({r.stopped}), {r.wall_seconds:.1f} s"
-                for r in runs
+                f"- {findings.label(x.setting, title)}, {x.setting.n_pairs} pairs, {x.setting.seq_len} tokens, width "
+                f"{x.setting.width}: {x.evidence()}; seeds {', '.join(map(str, x.seeds))} stopped "
+                f"{', '.join(x.stopped)}"
+                for x in summaries
             )
         )
-    for line in paper_checks(runs):
-        st.markdown(f"- {line}")
-    if said := guessing_sentence(runs):
-        st.markdown(said)
-    if LONGER.exists() and (said := longer_sentence(runs, longer_reference(LONGER.stat().st_mtime))):
-        st.markdown(said)
 
     st.markdown("**Re-run a recorded point here**, with its recorded config and seed (within the training cap below):")
-    labels = {
-        f"{plots.mixer_title(r.mixer)}, {r.task['n_pairs']} pairs, {r.task['seq_len']} tokens ({r.accuracy:.0%})": r
-        for r in runs
-    }
+    points_by_label = {}
+    for r in results:
+        t = TrainResult.from_dict(r["result"])
+        front = findings.label(findings.Setting(t.mixer, t.model["front_end"], "", 0, 0, 0), title)
+        points_by_label[
+            f"{front}, {t.task['n_pairs']} pairs, width {t.model['d_model']}, lr {t.train['lr']:g}, seed {t.seed} "
+            f"({t.accuracy:.0%})"
+        ] = t
     left, right = controls_row([4, 1])
-    picked = labels[left.selectbox("Recorded point", list(labels), key="learned_memory_point")]
+    picked = points_by_label[left.selectbox("Recorded point", list(points_by_label), key="learned_memory_point")]
     if not right.button("Re-run it", key="learned_memory_rerun"):
         return
     steps = min(picked.steps, caps.steps)
@@ -349,18 +227,15 @@ def recorded_section(data: dict) -> None:
             "torch build rounds some matrix products differently, and training amplifies that."
         )
     )
-    if again.steps == picked.steps and picked.task["seq_len"] == ref_T:  # a whole point of the chart, re-run
-        x, acc = live_points.setdefault(picked.mixer, ([], []))
-        x.append(picked.task["n_pairs"])
-        acc.append(again.accuracy)
 
 
-if REFERENCE.exists():
-    recorded_section(reference(REFERENCE.stat().st_mtime))
+recorded = record(RECORD.stat().st_mtime) if RECORD.exists() else []
+if recorded:
+    recorded_section(recorded)
 else:
     st.info(
-        "No recorded run is stored with this copy of the app (data/learned_memory_reference.json). "
-        "`python -m lineage train --task mqar --mixers all --pairs 2,4,8 --out data/learned_memory_reference.json` "
+        "No recorded sweep is stored with this copy of the app (data/learned_memory_sweep.jsonl). "
+        "`python -m lineage sweep data/learned_memory_grid_cpu.json --out data/learned_memory_sweep.jsonl` "
         "makes one."
     )
 
@@ -370,15 +245,24 @@ task_key = a.selectbox("Task", TASKS, format_func=TASK_TITLES.get, key="learned_
 chosen = b.multiselect(
     "Mechanisms",
     MIXERS + CONTROLS,
-    default=list(MIXERS[:3]),  # the lineage's first three: softmax, then the additive and the delta-rule state
+    default=list(LIVE_MIXERS),
     format_func=plots.mixer_title,
     key="learned_memory_mixers",
 )
-steps = int(c.number_input("Steps", min_value=1, value=300, step=50, key="learned_memory_steps"))
-seconds = float(d.number_input("Seconds each", min_value=1.0, value=30.0, step=5.0, key="learned_memory_seconds"))
-e, f, g = controls_row(3, caps=[cap_text])
-size = e.slider("Key–value pairs (MQAR)", 1, 8, 4, key="learned_memory_pairs_n", disabled=task_key != "mqar")
-length = f.select_slider("Sequence length", [16, 32, 64], 32, key="learned_memory_T")
+steps = int(c.number_input("Steps", min_value=1, value=LIVE_TRAINING.max_steps, step=50, key="learned_memory_steps"))
+seconds = float(
+    d.number_input(
+        "Seconds each", min_value=1.0, value=LIVE_TRAINING.max_seconds, step=5.0, key="learned_memory_seconds"
+    )
+)
+e, f, h, g = controls_row([2, 2, 3, 1], caps=[cap_text])
+size = e.slider(
+    "Key–value pairs (MQAR)", 1, 8, LIVE_TASK.n_pairs, key="learned_memory_pairs_n", disabled=task_key != "mqar"
+)
+length = f.select_slider("Sequence length", [16, 32, 64], LIVE_TASK.seq_len, key="learned_memory_T")
+front_end = h.selectbox(
+    "Front end", list(FRONT_END_TITLES), format_func=FRONT_END_TITLES.get, key="learned_memory_front"
+)
 pressed = g.button("Train", type="primary", key="learned_memory_train")
 st.caption(TASK_SOURCES[task_key])
 
@@ -407,6 +291,8 @@ elif pressed:
     models = {}
     so_far: dict[str, tuple[list, list]] = {}  # the curves while they grow
     bar = st.progress(0.0, text=f"training on {device_label()} …")
+    if task.task == "mqar":
+        st.caption(PLATEAU_TEXT)
     live = st.empty()
     # one visitor trains at a time, and holds no page slot meanwhile: the other visitors' pages keep running
     try:
@@ -431,7 +317,7 @@ elif pressed:
                 result, model = run_or_stop(
                     train.train,
                     task,
-                    replace(model_cfg, mixer=mixer),
+                    replace(model_cfg, mixer=mixer, front_end=front_end),
                     cfg,
                     seed=seed(),
                     progress=progress,
@@ -444,7 +330,7 @@ elif pressed:
     bar.empty()
     live.empty()
     trained.clear()
-    trained.update(task=task, results=results, models=models)
+    trained.update(task=task, results=results, models=models, front_end=front_end)
 
 if trained:
     task, results = trained["task"], trained["results"]
@@ -459,7 +345,7 @@ if trained:
     st.markdown(
         " ".join(
             f"{plots.mixer_title(m)}: {r.accuracy:.1%} after {r.steps} steps ({r.wall_seconds:.1f} s"
-            + (", reached the target)." if r.solved else ").")
+            + (f", reached the {r.train['target_accuracy']:.0%} target)." if r.solved else ").")
             for m, r in results.items()
         )
         + f" Chance is {task.chance:.1%}; "
@@ -468,8 +354,11 @@ if trained:
             if best.accuracy >= 2 * task.chance
             else "none is clear of chance yet: more steps, or fewer pairs."
         )
-        + f" Trained live, {device_label()}."
+        + f" Trained live, {device_label()}, with {FRONT_END_TITLES[trained['front_end']]}."
     )
+    if task.task == "mqar" and (flat := findings.on_plateau(results.values(), task.n_pairs)):
+        names = ", ".join(plots.mixer_title(r.mixer) for r in flat)
+        st.markdown(f"{names}: near 1/{task.n_pairs} of the answers right when training stopped. " + PLATEAU_TEXT)
 
     st.subheader("What the model learned")
     with_memory = [m for m, model in trained["models"].items() if model.mixers()]
@@ -538,8 +427,11 @@ if trained:
 
 what_to_notice(
     [
-        "The recorded chart is the Zoology picture at one state size: where a line drops, that memory ran out of room "
-        "(or out of training steps) for that many pairs.",
+        "The recorded chart compares mechanisms with the same front end, at their best learning rate, over several "
+        "seeds; where a point stopped at its budget the sentences say so, and a plateau near 1/N is the budget "
+        "running out, not the memory.",
+        "Compare each solid line with its dotted twin, the same mechanism without the convolution: the sentences "
+        "under the chart say, from the record, how much the front end changed.",
         "A model whose blocks mix nothing across tokens (the control) stays at chance whatever it is trained for: "
         "the accuracy of the others is their memory at work.",
         "KDA's learned gates differ between channels and between tokens: that is the data-dependent forgetting the "

@@ -1,5 +1,6 @@
-"""Command line: ``python -m lineage verify``, ``python -m lineage bench [ops|decode] [--json PATH]`` and
-``python -m lineage train --task mqar --mixers all --out results.json``."""
+"""Command line: ``python -m lineage verify``, ``python -m lineage bench [ops|decode] [--json PATH]``,
+``python -m lineage train --task mqar --mixers all --out results.json`` and
+``python -m lineage sweep GRID.json --out results.jsonl [--workers N | --ray [ADDRESS]]``."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     from lineage.train import add_train_parser
 
     add_train_parser(sub)
+    _add_sweep_parser(sub)
     args = parser.parse_args(argv)
+    typed = sys.argv[1:] if argv is None else list(argv)
 
     if args.command == "verify":
         from lineage.verify import format_checks, run_verify
@@ -29,9 +32,104 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "train":
         from lineage.train import run_train_command
 
-        return run_train_command(args, parser, sys.argv[1:] if argv is None else argv)
+        return run_train_command(args, sub.choices["train"], typed)
 
-    return _bench(args, parser)
+    if args.command == "sweep":
+        return _sweep(args, sub.choices["sweep"], typed)
+
+    return _bench(args, sub.choices["bench"], typed)
+
+
+SWEEP_HELP = """\
+Train every point of a grid file (mechanisms × front ends × pairs × lengths × widths × learning rates × seeds; see
+lineage/sweep.py and data/learned_memory_grid.json) as an independent job, appending each finished point to one JSON
+Lines file the moment it finishes. Running the same command again skips the points already in the file, so a crash
+or Ctrl-C loses only the points in flight. Points run on a local process pool sized to the machine, or with --ray on
+a Ray cluster (pip install ray): --ray alone starts Ray on this machine, --ray ADDRESS joins a running cluster."""
+
+
+def _add_sweep_parser(sub) -> None:
+    s = sub.add_parser(
+        "sweep",
+        help="train a grid of points (learning rates, seeds, widths, …) on a process pool or Ray, resumably",
+        description=SWEEP_HELP,
+    )
+    s.add_argument("grid", metavar="GRID", help='the grid file (JSON): one block, or {"blocks": [...]}')
+    s.add_argument("--out", metavar="PATH", required=True, help="the results file (JSON Lines), appended to")
+    s.add_argument("--workers", type=int, default=None, help="local pool size (default: CPUs / --threads)")
+    s.add_argument("--threads", type=int, default=1, help="torch threads per point (default 1: bit-reproducible runs)")
+    s.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="run the points as Ray tasks: alone, on a Ray instance started here; with ADDRESS, on that cluster",
+    )
+    s.add_argument("--dry-run", action="store_true", help="list the points and the time they may take, run nothing")
+
+
+def _sweep(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
+    import shlex
+
+    from lineage import sweep
+    from lineage.cli import in_flags, interrupted, interruptible, refuse
+
+    if args.ray:
+        refuse(parser, typed, ("--workers",), "on this machine's pool or a Ray instance started here (not ADDRESS)")
+    try:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be ≥ 1, got {args.threads}")
+        if args.workers is not None and args.workers < 1:
+            raise ValueError(f"--workers must be ≥ 1, got {args.workers}")
+        blocks = sweep.read_grid(args.grid)
+        points, skipped = sweep.points_of(blocks, args.threads)
+        if not points:
+            raise ValueError(f"grid file {args.grid!r} has no valid point ({skipped} impossible tasks left out)")
+        results = sweep.Results.open(args.out)
+    except ValueError as exc:
+        parser.error(in_flags(str(exc)))
+    workers = args.workers or sweep.default_workers(args.threads)
+    todo = [p for p in points if p.key not in results.done]
+    runner = "ray " + (args.ray or "(started here)") if args.ray is not None else f"local pool of {workers}"
+    print(
+        f"{len(points)} point(s) in the grid ({skipped} impossible ones left out), {len(points) - len(todo)} already "
+        f"in {args.out}"
+        + (f" ({results.torn} unreadable line(s) ignored)" if results.torn else "")
+        + "; "
+        + sweep.estimate(todo, workers if args.ray is None or not args.ray else 1)
+        + f"; runner: {runner}",
+        file=sys.stderr,
+        flush=True,
+    )
+    if args.dry_run:
+        for p in todo:
+            print(sweep.describe(p))
+        return 0
+    info = sweep.run_info("python -m lineage " + shlex.join(typed), runner)
+
+    def finished(point, result: dict, n: int) -> None:
+        print(f"[{n}/{len(todo)}] {sweep.describe(point)}: {sweep.outcome(result)}", file=sys.stderr, flush=True)
+
+    try:
+        with interruptible():
+            use_ray = args.ray is not None
+            sweep.sweep(
+                points,
+                results,
+                info,
+                workers=workers,
+                use_ray=use_ray,
+                ray_address=args.ray or None,
+                on_finish=finished,
+            )
+    except KeyboardInterrupt:
+        kept = sum(p.key in results.done for p in points)
+        print(interrupted(kept, len(points), args.out, "Run the same command to resume."), file=sys.stderr)
+        return 130
+    except ValueError as exc:
+        parser.error(str(exc))
+    return 0
 
 
 BENCH_HELP = """\
@@ -99,11 +197,22 @@ def _add_bench_parser(sub) -> None:
     )
 
 
-def _bench(args, parser: argparse.ArgumentParser) -> int:
-    import torch
+def _bench(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
+    from lineage.cli import check_writable, refuse
 
+    if args.what == "decode":
+        ops_only = ("--B", "--H", "--T", "--K", "--V", "--chunk-size", "--dtype", "--normalisers", "--wipe-fraction")
+        refuse(parser, typed, (*ops_only, "--repeats", "--recurrent-repeats", "--recurrent-T"), "with bench ops")
+    else:
+        refuse(parser, typed, ("--budget",), "with bench decode")
     if args.threads < 1:
         parser.error(f"--threads must be >= 1, got {args.threads}")
+    if args.json:
+        try:
+            check_writable(args.json, "--json")
+        except ValueError as exc:
+            parser.error(str(exc))
+    import torch
 
     def report(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

@@ -25,7 +25,7 @@ from torch import nn
 
 from lineage import _checks as checks
 from lineage.footprints import MODELS, ModelSpec, periodic_schedule
-from lineage.layers import Block, LinearMemoryMixer, MixerConfig
+from lineage.layers import Block, ConvSelfAttention, LinearMemoryMixer, MixerConfig
 from lineage.mechanisms import layer_kinds
 from lineage.mla import MLA
 from lineage.softmax import CausalSelfAttention
@@ -40,6 +40,7 @@ class HybridConfig:
     kv_lora_rank: int = 16  # MLA's cached latent width (Kimi Linear: 512)
     rope_dim: int = 8  # MLA's decoupled key width (Kimi Linear: 64, NoPE)
     vocab_size: int = 0  # 0: the stack maps embeddings to embeddings (no token embedding or head)
+    conv: bool | None = None  # short conv on q, k, v of the linear and "mha" layers; None: each mechanism's own
 
 
 class HybridStack(nn.Module):
@@ -55,7 +56,7 @@ class HybridStack(nn.Module):
                 raise ValueError(f"schedule[{i}] must be one of {', '.join(map(repr, kinds))}, got {kind!r}")
         self.config = config
         D, H, Dh = config.d_model, config.n_heads, config.head_dim
-        mixer_cfg = MixerConfig(d_model=D, n_heads=H, head_k=Dh, head_v=Dh)
+        mixer_cfg = MixerConfig(d_model=D, n_heads=H, head_k=Dh, head_v=Dh, conv=config.conv)
         blocks = []
         for kind in config.schedule:
             if kind == "mla":  # Kimi Linear's MLA is NoPE: no rotary position encoding
@@ -69,7 +70,7 @@ class HybridStack(nn.Module):
                     use_rope=False,
                 )
             elif kind == "mha":
-                mixer = CausalSelfAttention(D, H)
+                mixer = ConvSelfAttention(D, H) if config.conv else CausalSelfAttention(D, H)
             else:
                 mixer = LinearMemoryMixer(kind, mixer_cfg)
             blocks.append(Block(mixer, D))

@@ -14,7 +14,9 @@ v = Swish(ShortConv(W x)), g = −exp(A_log)·softplus(W↑ W↓ x + dt_bias) pe
 the output o ← RMSNorm(o) ⊙ sigmoid(W_g↑ W_g↓ x) before the output projection. The other mechanisms take the
 same skeleton with their own choices: each mechanism's ``layer`` options in :mod:`lineage.mechanisms` (short
 convolution, L2-normalised q and k, output gate, how the gate is computed, feature map) decide every branch here,
-and its write rule and gate kind decide which of g and β the op receives.
+and its write rule and gate kind decide which of g and β the op receives. ``MixerConfig.conv`` can override the
+short convolution, so that every mechanism — softmax too, through :class:`ConvSelfAttention` — has the same front
+end, as Zoology's comparisons give every mixer (:mod:`lineage.lm`'s ``front_end``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from torch import nn
 
 from lineage import _checks as checks
 from lineage.mechanisms import linear_mechanisms, mechanism
+from lineage.softmax import CausalSelfAttention, softmax_attention
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,8 @@ class MixerConfig:
     conv_size: int = 4  # short causal conv kernel (Kimi Linear: 4); cached as conv_size − 1 past inputs
     gate_rank: int = 16  # low rank of the per-channel gate / output gate projections (W↑ W↓)
     chunk_size: int | None = None  # chunk length of the chunked form; None: recurrence.default_chunk_size
+    conv: bool | None = None  # short conv on q, k, v: None keeps the mechanism's own (its layer options); a bool
+    # gives every mechanism the same front end, as Zoology's comparisons do
 
 
 class ShortConv(nn.Module):
@@ -104,12 +109,13 @@ class LinearMemoryMixer(nn.Module):
             checks.positive_int("chunk_size", cfg.chunk_size)
         self.mechanism, self.cfg = mechanism(kind), cfg
         self.options = lay = self.mechanism.layer
+        self.conv = lay.conv if cfg.conv is None else cfg.conv
         H, K, V, D = cfg.n_heads, cfg.head_k, cfg.head_v, cfg.d_model
         self.q_proj = nn.Linear(D, H * K, bias=False)
         self.k_proj = nn.Linear(D, H * K, bias=False)
         self.v_proj = nn.Linear(D, H * V, bias=False)
         self.o_proj = nn.Linear(H * V, D, bias=False)
-        if lay.conv:
+        if self.conv:
             self.convs = nn.ModuleDict(
                 {n: ShortConv(c, cfg.conv_size) for n, c in (("q", H * K), ("k", H * K), ("v", H * V))}
             )
@@ -167,7 +173,7 @@ class LinearMemoryMixer(nn.Module):
         lay, H, K, V = self.options, self.cfg.n_heads, self.cfg.head_k, self.cfg.head_v
         new = MemoryState(length=(cache.length if cache else 0) + x.shape[1])
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, H·K), (B, T, H·K), (B, T, H·V)
-        if lay.conv:
+        if self.conv:
             past = cache.conv if cache else {}
             (q, new.conv["q"]), (k, new.conv["k"]), (v, new.conv["v"]) = (
                 self.convs[n](t, past.get(n)) for n, t in (("q", q), ("k", k), ("v", v))
@@ -197,6 +203,37 @@ class LinearMemoryMixer(nn.Module):
             return y, None
         new.S = S
         return y, new
+
+
+class ConvSelfAttention(CausalSelfAttention):
+    """GPT-2's causal self-attention with the linear layers' front end: a short causal convolution, then Swish, on
+    each of q, k, v before the softmax. It hands every position its previous tokens, the step MQAR needs to bind a
+    value to its key, which plain attention must otherwise learn from position embeddings. Training only (full
+    sequences): its decoding state would be the KV cache plus the convolutions' last ``conv_size − 1`` inputs.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, conv_size: int = 4):
+        super().__init__(d_model, n_heads)
+        checks.positive_int("conv_size", conv_size)
+        self.convs = nn.ModuleDict({n: ShortConv(d_model, conv_size) for n in ("q", "k", "v")})
+
+    def forward(self, x: torch.Tensor, cache=None, use_cache: bool = False):
+        """x [B, T, d_model] → (y [B, T, d_model], None)."""
+        if cache is not None or use_cache:
+            raise ValueError("ConvSelfAttention runs whole sequences only: cache must be None and use_cache False")
+        checks.tensor("x", x, rank=3)
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape [B, T, d_model] with d_model = {self.d_model}, got {tuple(x.shape)}")
+        B, T, _ = x.shape
+        H, hd = self.n_heads, self.head_dim
+        q, k, v = (
+            F.silu(self.convs[n](t, None)[0])
+            for n, t in zip("qkv", self.c_attn(x).split(self.d_model, -1), strict=True)
+        )
+        q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
+        with checks.values_checked():  # q, k, v are computed from the checked x
+            o, _ = softmax_attention(q, k, v)
+        return self.c_proj(o.transpose(1, 2).reshape(B, T, self.d_model)), None
 
 
 def _dt_bias_init(n: int) -> torch.Tensor:

@@ -8,9 +8,14 @@ self-attention for "softmax", and for "hybrid" the Kimi Linear pattern: KDA laye
 ``hybrid_every`` layers (Kimi Linear: every 4th; a 2-layer model gets KDA then MLA). The stack of blocks is
 :class:`lineage.hybrid.HybridStack`, built from a schedule of layer kinds, so there is one way to stack layers.
 
-Positions enter once, as GPT-2's learned position embedding, for every mixer alike: linear attention and GLA
-have no short convolution, and without any position signal their state is an unordered sum that cannot tell a
-key from the value after it.
+Positions enter once, as GPT-2's learned position embedding, for every mixer alike. The front end is matched too
+(``front_end``): by default every mixer — softmax included — puts the same short causal convolution (then Swish)
+on q, k and v, as Zoology's comparisons give every mixer the same short convolution, so no mechanism wins MQAR by
+its front end alone. The convolution hands each position the tokens just before it, which MQAR needs to bind a
+value to its key; without it a model must learn that step from the position embedding, and sits on a plateau
+("one of the values") for thousands of steps. ``front_end="none"`` takes the convolution off every mixer (the
+ablation), ``"paper"`` gives each mechanism its own paper's choice (DeltaNet, Gated DeltaNet, Mamba-2 and KDA have
+one; softmax, linear attention and GLA do not). The hybrid's MLA layer never has one (Kimi Linear's has none).
 
 "identity" is a control, not a mechanism: its blocks mix nothing across tokens (the mixer returns its input), so
 nothing it predicts can depend on an earlier token; on a recall task it stays at chance. A test trains it beside
@@ -34,12 +39,14 @@ from torch import nn
 from lineage import _checks as checks
 from lineage.footprints import periodic_schedule
 from lineage.hybrid import HybridConfig, seeded_stack
-from lineage.layers import LinearMemoryMixer
-from lineage.mechanisms import linear_mechanisms
+from lineage.layers import LinearMemoryMixer, MixerConfig
+from lineage.mechanisms import linear_mechanisms, mechanism
 
 LINEAR_MIXERS = tuple(m.key for m in linear_mechanisms())  # the table of mechanisms' linear family, in its order
 MIXERS = ("softmax", *LINEAR_MIXERS, "hybrid")
 CONTROLS = ("identity",)
+FRONT_ENDS = ("conv", "none", "paper")  # short conv on q, k, v for every mixer | for none | as each paper has it
+CONV_SIZE = MixerConfig().conv_size  # the short convolution's width (Kimi Linear: 4)
 
 
 @dataclass(frozen=True)
@@ -51,10 +58,13 @@ class LMConfig:
     n_layers: int = 2  # blocks; MQAR needs two (one to pair each value with its key, one to recall)
     n_heads: int = 2  # heads per mixer; a linear layer's state is n_heads × head_dim × head_dim numbers
     hybrid_every: int = 2  # "hybrid": an MLA layer at every hybrid_every-th block, KDA elsewhere (Kimi Linear: 4)
+    front_end: str = "conv"  # one of FRONT_ENDS: the same short conv on q, k, v for every mixer, none, or the papers'
 
     def __post_init__(self):
         if self.mixer not in MIXERS + CONTROLS:
             raise ValueError(f"mixer must be one of {', '.join(map(repr, MIXERS + CONTROLS))}, got {self.mixer!r}")
+        if self.front_end not in FRONT_ENDS:
+            raise ValueError(f"front_end must be one of {', '.join(map(repr, FRONT_ENDS))}, got {self.front_end!r}")
         for name in ("vocab_size", "max_len", "d_model", "n_layers", "n_heads", "hybrid_every"):
             checks.positive_int(name, getattr(self, name))
         if self.d_model % self.n_heads:
@@ -76,6 +86,35 @@ class LMConfig:
     def state_numbers(self) -> int:
         """Numbers in one linear layer's recurrent state (H × K × V), the "state size" of the Zoology charts."""
         return self.n_heads * self.head_dim * self.head_dim
+
+    @property
+    def conv(self) -> bool | None:
+        """The stack's conv switch (:class:`lineage.hybrid.HybridConfig`): True, False, or None (each paper's)."""
+        return {"conv": True, "none": False, "paper": None}[self.front_end]
+
+    def carried(self) -> dict[str, int]:
+        """Numbers one layer of this model carries from token to token, per sequence, by part.
+
+        Returns ``state`` (H × K × V of a linear layer), ``normaliser`` (linear attention's z: H × K), ``conv``
+        (the short convolutions' last ``conv_size − 1`` inputs of q, k and v) and ``per_token`` (a softmax layer's
+        KV cache, or the hybrid's MLA latent, grows by this much with every token). The hybrid counts one KDA layer
+        and one MLA layer; the control carries nothing.
+        """
+        H, hd = self.n_heads, self.head_dim
+        kinds = set(self.schedule) if self.mixer != "identity" else set()
+        out = dict(state=0, normaliser=0, conv=0, per_token=0)
+        for kind in kinds:
+            if kind == "mha":
+                out["per_token"] += 2 * H * hd
+                out["conv"] += (CONV_SIZE - 1) * 3 * self.d_model if self.conv else 0
+            elif kind == "mla":
+                out["per_token"] += self.d_model // 2 + HybridConfig().rope_dim  # the latent and the shared key part
+            else:
+                layer = mechanism(kind).layer
+                out["state"] += H * hd * hd
+                out["normaliser"] += H * hd if layer.normalize else 0
+                out["conv"] += (CONV_SIZE - 1) * 3 * H * hd if (layer.conv if self.conv is None else self.conv) else 0
+        return out
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -105,6 +144,7 @@ class LM(nn.Module):
             n_heads=cfg.n_heads,
             head_dim=cfg.head_dim,
             kv_lora_rank=cfg.d_model // 2,  # MLA's cached latent, narrower than the model (Kimi Linear: 512 of 2304)
+            conv=cfg.conv,
         )
         self.stack = seeded_stack(stack_cfg, seed).train()
         if cfg.mixer == "identity":

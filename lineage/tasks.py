@@ -4,16 +4,18 @@ Every task yields a :class:`Batch`: token ids ``tokens [B, T]`` and ``targets [B
 the token the model must predict after reading ``tokens[b, : t + 1]`` at a *scored* position, and ``IGNORE``
 everywhere else. Accuracy is the fraction of scored positions whose most likely next token is the target.
 
-- **MQAR**, multi-query associative recall — Zoology (Arora et al. 2023, arXiv 2312.04927, section 3). Key–value
-  pairs ``k₁ v₁ k₂ v₂ …`` open the sequence (keys from the lower half of the vocabulary, values from the upper
-  half, each drawn without replacement); then every key is asked once more, at an even offset drawn from the
-  power law p(gap) ∝ gap^(a − 1) with Zoology's a = 0.01 (most queries close to the pairs, a few far away), and
-  the model must answer with that key's value. The other positions hold a filler token (0) — Zoology's
-  ``random_non_queries=False`` — so the only thing a model can use is recall. The DeltaNet (arXiv 2406.06484) and
-  Gated DeltaNet (arXiv 2412.06464) papers train on the same task. The Kimi Linear report (arXiv 2510.26692, §5.1)
-  uses MQAR as well and cites Zoology for it, but its worked example is laid out otherwise: all the pairs, a
-  separator, then some of the keys back to back, each scored with its value (``A 1 C 3 B 0 … <sep> B G`` → 0, 5).
-  Ours keeps Zoology's layout: no separator, every key asked once, the queries spread out by the power law.
+- **MQAR**, multi-query associative recall — Zoology (Arora et al. 2023, arXiv 2312.04927, section 3). Key–value pairs
+  ``k₁ v₁ k₂ v₂ …`` open the sequence (keys from the lower half of the vocabulary, values from the upper half, each
+  drawn without replacement); then every key is asked once more, at an even offset drawn from the power law p(gap) ∝
+  gap^(a − 1) with Zoology's a = 0.01 (most queries close to the pairs, a few far away), and the model must answer
+  with that key's value. The other positions hold a filler token (0) — Zoology's ``random_non_queries=False`` — so the
+  only thing a model can use is recall. The DeltaNet paper (Yang et al. 2024, arXiv 2406.06484) trains on the same
+  task among its synthetic benchmarks, after Zoology. Gated DeltaNet (Yang, Kautz and Hatamizadeh, ICLR 2025, arXiv
+  2412.06464) does not: its own synthetic recall test is RULER's single needle-in-a-haystack suite (S-NIAH-1/2/3:
+  passkey, number and UUID needles). The Kimi Linear report (arXiv 2510.26692, §5.1) uses MQAR as well and cites
+  Zoology for it, but its worked example is laid out otherwise: all the pairs, a separator, then some of the keys back
+  to back, each scored with its value (``A 1 C 3 B 0 … <sep> B G`` → 0, 5). Ours keeps Zoology's layout: no separator,
+  every key asked once, the queries spread out by the power law.
 - **Palindrome** and **Stack** — two of the three synthetic tests of the Kimi Linear report, §5.1 "Synthetic tests"
   (pp. 7–8), whose results are its Figure 4, panels (a) Palindrome, (b) MQAR, (c) Stack: accuracy against the
   training length (256, 512, 1,024, 2,048 tokens) and against training steps (to 20K, at 1,024 tokens) for KDA,
@@ -85,15 +87,15 @@ class TaskConfig:
             raise ValueError(f"seq_len must be even and at least 4, got {self.seq_len}")
         if self.task == "mqar":
             checks.positive_int("n_pairs", self.n_pairs)
+            if self.vocab_size < 2 * self.n_pairs + 2:
+                raise ValueError(
+                    f"MQAR draws n_pairs distinct keys from 1 … vocab_size/2 − 1 and as many values from the upper "
+                    f"half: n_pairs = {self.n_pairs} needs vocab_size ≥ {2 * self.n_pairs + 2}, got {self.vocab_size}"
+                )
             if 4 * self.n_pairs > self.seq_len:
                 raise ValueError(
                     f"MQAR needs seq_len ≥ 4·n_pairs (the pairs, then a query slot per pair): n_pairs = "
                     f"{self.n_pairs} needs seq_len ≥ {4 * self.n_pairs}, got {self.seq_len}"
-                )
-            if self.n_pairs > self.vocab_size // 2 - 1:
-                raise ValueError(
-                    f"MQAR draws n_pairs distinct keys from 1 … vocab_size/2 − 1: n_pairs must be ≤ "
-                    f"{self.vocab_size // 2 - 1} for vocab_size = {self.vocab_size}, got {self.n_pairs}"
                 )
         elif self.task == "palindrome":
             if self.vocab_size < 4:

@@ -72,6 +72,8 @@ class TrainResult:
     eval_step: list[int] = field(default_factory=list)  # steps at which the held-out batch was scored
     eval_accuracy: list[float] = field(default_factory=list)
     eval_loss: list[float] = field(default_factory=list)
+    carried: dict = field(default_factory=dict)  # what one layer carries per sequence, by part (LMConfig.carried)
+    cpu_seconds: float = 0.0  # CPU time of the training thread: the wall time on an idle core, whatever the load
 
     @property
     def mixer(self) -> str:
@@ -150,8 +152,9 @@ def train(
         accuracy=0.0,
         best_accuracy=0.0,
         state_numbers=model_cfg.state_numbers if model_cfg.mixer not in ("softmax", "identity") else 0,
+        carried=model_cfg.carried(),
     )
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.thread_time()
     for step in range(1, cfg.max_steps + 1):
         batch = make_batch(task, cfg.batch_size, stream)
         loss, _ = loss_and_accuracy(model(batch.tokens.to(dev)), batch.targets.to(dev), IGNORE)
@@ -182,7 +185,19 @@ def train(
             result.stopped = "max_seconds"
             break
     result.wall_seconds = time.perf_counter() - start
+    result.cpu_seconds = time.thread_time() - cpu_start
     return (result, model) if return_model else result
+
+
+# The Learned memory page's default live run: MQAR with 2 pairs in 16 tokens, the recorded sweep's model with the
+# matched front end, lr 3e-3, to 90% held-out accuracy. With seed 0 on one thread softmax reached it at step 100,
+# DeltaNet at 150 and linear attention at 300 (tests/test_learned_live.py trains them); one step took 0.078, 0.108 and
+# 0.087 s of CPU time, so about 8, 16 and 26 s each on an idle core, inside the page's 45 s cap. (On the busy 2-core
+# machine that measured it, load average 12, the wall time was 10-20 times longer.)
+LIVE_TASK = TaskConfig("mqar", vocab_size=64, seq_len=16, n_pairs=2)
+LIVE_MODEL = LMConfig(vocab_size=64, max_len=64, d_model=64, n_layers=2, n_heads=4)
+LIVE_TRAINING = TrainConfig(lr=3e-3, batch_size=64, max_steps=400, max_seconds=45.0, target_accuracy=0.9)
+LIVE_MIXERS = ("softmax", "linear_attention", "deltanet")  # the lineage's first three: softmax, additive, delta rule
 
 
 @dataclass(frozen=True)
@@ -211,22 +226,31 @@ def sweep(
     on_start: Callable[[int, SweepPoint], None] | None = None,
     progress: Progress | None = None,
     cancel: Callable[[], bool] | None = None,
+    on_finish: Callable[[TrainResult], None] | None = None,
 ) -> list[TrainResult]:
-    """Train one model per point (``model_cfg`` with the point's mixer, sized to cover the point's task)."""
+    """Train one model per point (``model_cfg`` with the point's mixer, sized to cover the point's task);
+    ``on_finish`` gets each result as soon as its model is trained."""
     results = []
     for i, point in enumerate(points):
         if on_start is not None:
             on_start(i, point)
-        mcfg = replace(
-            model_cfg,
-            mixer=point.mixer,
-            vocab_size=max(model_cfg.vocab_size, point.task.vocab_size),
-            max_len=max(model_cfg.max_len, point.task.seq_len),
-        )
+        mcfg = _model_for(point, model_cfg)
         results.append(train(point.task, mcfg, cfg, seed=seed, device=device, progress=progress, cancel=cancel))
+        if on_finish is not None:
+            on_finish(results[-1])
         if results[-1].stopped == "cancelled":
             break
     return results
+
+
+def _model_for(point: SweepPoint, model_cfg: LMConfig) -> LMConfig:
+    """``model_cfg`` with the point's mixer, sized to cover the point's task."""
+    return replace(
+        model_cfg,
+        mixer=point.mixer,
+        vocab_size=max(model_cfg.vocab_size, point.task.vocab_size),
+        max_len=max(model_cfg.max_len, point.task.seq_len),
+    )
 
 
 def training_throughput(
@@ -268,21 +292,17 @@ TRAIN_HELP = """\
 Train one small model per mechanism on a synthetic task and write every curve, with its full config, seed, device,
 torch version and wall time, as JSON. With --pairs (MQAR) or --lengths the sweep is the Zoology-style grid: every
 mechanism at every number of key-value pairs (at --seq-len), then at every sequence length (at --n-pairs), all at
-one model size, so one state size. Each point stops at --target held-out accuracy, --steps or --seconds."""
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ValueError(f"expected comma-separated integers such as 4,8,16, got {text!r}") from None
+one model size, so one state size. Each point stops at --target held-out accuracy, --steps or --seconds. The total
+time this allows is printed before the first model trains; the JSON is rewritten after every finished model, so
+Ctrl-C keeps them. For learning-rate grids, seeds, widths and Ray: python -m lineage sweep."""
 
 
 def add_train_parser(sub) -> None:
     """The ``train`` subcommand's arguments (defaults from the configs' own defaults)."""
     import argparse
 
-    from lineage.lm import CONTROLS, MIXERS
+    from lineage.cli import int_list
+    from lineage.lm import CONTROLS, FRONT_ENDS, MIXERS
     from lineage.tasks import TASKS
 
     t, m, c = TaskConfig(), LMConfig(), TrainConfig()
@@ -296,9 +316,15 @@ def add_train_parser(sub) -> None:
     p.add_argument(
         "--mixers", default="all", help=f"'all' ({', '.join(MIXERS)}) or a comma list; also {', '.join(CONTROLS)}"
     )
-    p.add_argument("--out", metavar="PATH", help="write the results as JSON here")
-    p.add_argument("--pairs", type=_int_list, default=[], help="MQAR: sweep these numbers of pairs, e.g. 4,8,16")
-    p.add_argument("--lengths", type=_int_list, default=[], help="sweep these sequence lengths, e.g. 32,64,128")
+    p.add_argument(
+        "--front-end",
+        choices=FRONT_ENDS,
+        default=m.front_end,
+        help="conv: the same short convolution on q, k, v for every mixer; none: for no mixer; paper: each paper's",
+    )
+    p.add_argument("--out", metavar="PATH", help="write the results as JSON here (rewritten after every model)")
+    p.add_argument("--pairs", type=int_list, default=[], help="MQAR: sweep these numbers of pairs, e.g. 4,8,16")
+    p.add_argument("--lengths", type=int_list, default=[], help="sweep these sequence lengths, e.g. 32,64,128")
     p.add_argument("--vocab", type=int, default=t.vocab_size, help="task vocabulary")
     p.add_argument("--seq-len", type=int, default=t.seq_len, help="sequence length (the pairs sweep's)")
     p.add_argument("--n-pairs", type=int, default=t.n_pairs, help="MQAR pairs (the lengths sweep's)")
@@ -327,24 +353,67 @@ def _bar(done: float, width: int = 24) -> str:
     return "█" * filled + "·" * (width - filled)
 
 
-def run_train_command(args, parser, argv: Sequence[str]) -> int:
-    """Run the sweep ``args`` describe, with a progress bar on stderr; write the JSON to ``args.out``."""
-    import datetime
+def _mixers(text: str) -> list[str]:
+    """The --mixers list: 'all' or comma-separated names, at least one, each a mixer or a control."""
+    from lineage.lm import CONTROLS, MIXERS
+
+    if text.strip() == "all":
+        return list(MIXERS)
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    allowed = MIXERS + CONTROLS
+    if not names:
+        raise ValueError(f"--mixers names no mechanism: give 'all' or a comma list of {', '.join(allowed)}")
+    if bad := [x for x in names if x not in allowed]:
+        raise ValueError(f"--mixers: unknown {', '.join(map(repr, bad))}; allowed: all, {', '.join(allowed)}")
+    return list(dict.fromkeys(names))
+
+
+def _refuse_inapplicable(args, parser, argv: Sequence[str]) -> None:
+    """Options typed where they do nothing are refused rather than silently ignored."""
+    from lineage.cli import refuse
+
+    argv = list(argv)
+    if args.task != "mqar":
+        refuse(parser, argv, ("--pairs", "--n-pairs"), "with --task mqar")
+    if args.task != "stack":
+        refuse(parser, argv, ("--n-stacks",), "with --task stack")
+    if args.throughput:
+        refuse(parser, argv, ("--out", "--steps", "--seconds", "--target", "--eval-every", "--seed"), "when training")
+    else:
+        refuse(parser, argv, ("--repeats",), "with --throughput")
+
+
+def _write_json(path: str, payload: dict) -> None:
+    """Replace ``path`` with ``payload`` in one step (a crash leaves the last complete file, never half of one)."""
     import json
+    import os
+
+    tmp = f"{path}.partial"
+    with open(tmp, "w") as f:
+        json.dump(payload, f, indent=1)
+    os.replace(tmp, path)
+
+
+def run_train_command(args, parser, argv: Sequence[str]) -> int:
+    """Run the sweep ``args`` describe, with a progress bar on stderr; write the JSON to ``args.out`` after every
+    finished model, so an interrupted run keeps what it finished."""
+    import datetime
     import os
     import shlex
     import sys
 
-    from lineage.lm import MIXERS
+    from lineage.cli import check_writable, duration, in_flags, interrupted, interruptible
+    from lineage.sweep import step_seconds
 
-    mixers = list(MIXERS) if args.mixers == "all" else [x.strip() for x in args.mixers.split(",") if x.strip()]
+    _refuse_inapplicable(args, parser, argv)
     try:
         if args.threads < 1 or args.repeats < 1:
             raise ValueError(f"--threads and --repeats must be ≥ 1, got {args.threads} and {args.repeats}")
+        mixers = _mixers(args.mixers)
+        if args.out:
+            check_writable(args.out, "--out")
         task = TaskConfig(args.task, args.vocab, args.seq_len, args.n_pairs, args.n_stacks)
         points = sweep_points(mixers, task=task, pairs=args.pairs, lengths=args.lengths)
-        for p in points:  # every point and mixer checked before the first one trains
-            LMConfig(mixer=p.mixer)
         model_cfg = LMConfig(
             mixer=mixers[0],
             vocab_size=args.vocab,
@@ -352,6 +421,7 @@ def run_train_command(args, parser, argv: Sequence[str]) -> int:
             d_model=args.d_model,
             n_layers=args.layers,
             n_heads=args.heads,
+            front_end=args.front_end,
         )
         cfg = TrainConfig(
             lr=args.lr,
@@ -362,10 +432,27 @@ def run_train_command(args, parser, argv: Sequence[str]) -> int:
             eval_every=args.eval_every,
         )
     except ValueError as exc:
-        parser.error(str(exc))
+        parser.error(in_flags(str(exc)))
     torch.set_num_threads(args.threads)
     if args.throughput:
         return _print_throughput(points, model_cfg, cfg, args.repeats)
+    print(f"timing one training step of each of the {len(points)} model(s) …", file=sys.stderr, flush=True)
+    full = sum(
+        min(
+            cfg.max_seconds,
+            cfg.max_steps
+            * step_seconds(p.task.to_dict(), _model_for(p, model_cfg).to_dict(), asdict(cfg), args.threads),
+        )
+        for p in points
+    )
+    print(
+        f"{len(points)} model(s) to train, each until {cfg.target_accuracy:.0%} held-out accuracy, {cfg.max_steps:,} "
+        f"steps or {cfg.max_seconds:.0f} s: at most about {duration(full)} in all at the step times measured just "
+        "now (a model that reaches the target stops sooner)"
+        + (f"; each finished model is written to {args.out} at once" if args.out else "; nothing is saved (no --out)"),
+        file=sys.stderr,
+        flush=True,
+    )
     tty = sys.stderr.isatty()
     started, current = time.perf_counter(), {"i": 0, "label": ""}
 
@@ -383,32 +470,53 @@ def run_train_command(args, parser, argv: Sequence[str]) -> int:
         print(f"\r{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
 
     load_before = os.getloadavg()
-    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    results = sweep(points, model_cfg, cfg, seed=args.seed, device="cpu", on_start=on_start, progress=progress)
-    if tty:
-        print(file=sys.stderr)
-    for r in results:
-        size = f"pairs {r.task['n_pairs']:>3}" if r.task["task"] == "mqar" else ""
-        print(
-            f"{r.mixer:<17} {size} T {r.task['seq_len']:>4}  acc {r.accuracy:5.3f}  steps {r.steps:>5}  "
-            f"{r.stopped:<11} {r.wall_seconds:7.1f} s"
-        )
     payload = {
         "command": "python -m lineage " + shlex.join(argv),
-        "date": date,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "device": "cpu",
-        "machine": results[0].machine if results else "",
+        "machine": f"{platform.machine()}, {platform.system()}",
         "cpu_count": os.cpu_count(),
         "threads": args.threads,
         "torch_version": torch.__version__,
         "load_average_before": [round(x, 2) for x in load_before],
-        "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        "wall_seconds": round(time.perf_counter() - started, 1),
-        "runs": [r.to_dict() for r in results],
+        "complete": False,
+        "runs": [],
     }
+
+    def finished(result: TrainResult) -> None:
+        if tty:
+            print(file=sys.stderr)
+        size = f"pairs {result.task['n_pairs']:>3}" if result.task["task"] == "mqar" else ""
+        print(
+            f"{result.mixer:<17} {size} T {result.task['seq_len']:>4}  acc {result.accuracy:5.3f}  steps "
+            f"{result.steps:>5}  {result.stopped:<11} {result.wall_seconds:7.1f} s",
+            flush=True,
+        )
+        payload["runs"].append(result.to_dict())
+        payload["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+        payload["wall_seconds"] = round(time.perf_counter() - started, 1)
+        if args.out:
+            _write_json(args.out, payload)
+
+    try:
+        with interruptible():
+            sweep(
+                points,
+                model_cfg,
+                cfg,
+                seed=args.seed,
+                device="cpu",
+                on_start=on_start,
+                progress=progress,
+                on_finish=finished,
+            )
+    except KeyboardInterrupt:
+        where = args.out if args.out else "no file (no --out was given)"
+        print(interrupted(len(payload["runs"]), len(points), where, "The model in training was lost."), file=sys.stderr)
+        return 130
+    payload["complete"] = True
     if args.out:
-        with open(args.out, "w") as f:
-            json.dump(payload, f, indent=1)
+        _write_json(args.out, payload)
     return 0
 
 

@@ -77,7 +77,8 @@ def test_stack_scores_every_pop_and_only_pops():
     [
         (dict(task="copy"), "task must be one of 'mqar', 'palindrome', 'stack'"),
         (dict(task="mqar", seq_len=32, n_pairs=9), "seq_len ≥ 36"),
-        (dict(task="mqar", vocab_size=16, seq_len=64, n_pairs=8), "n_pairs must be ≤ 7"),
+        (dict(task="mqar", vocab_size=16, seq_len=64, n_pairs=8), "n_pairs = 8 needs vocab_size ≥ 18, got 16"),
+        (dict(task="mqar", vocab_size=1, seq_len=64, n_pairs=8), "n_pairs = 8 needs vocab_size ≥ 18, got 1"),
         (dict(task="mqar", seq_len=33), "seq_len must be even"),
         (dict(task="stack", vocab_size=8, n_stacks=3), "vocab_size ≥ 2·n_stacks \\+ 3"),
         (dict(task="palindrome", vocab_size=3), "vocab_size ≥ 4"),

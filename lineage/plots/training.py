@@ -89,28 +89,38 @@ def accuracy_sweep(
     title: str,
     chance: float | None = None,
     live: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    spread: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+    names: Mapping[str, str] | None = None,
     log_x: bool = False,
     height: int = 420,
 ) -> go.Figure:
-    """Final held-out accuracy against a task size (pairs, sequence length), one line per mixer: ``points`` mixer ->
-    (sizes, accuracies) from the recorded run. ``live`` adds the points re-run here as open markers."""
+    """Final held-out accuracy against a task size (pairs, sequence length) or a state size, one line per line key:
+    ``points`` key -> (sizes, accuracies) from the recorded run. A key is a mixer, or ``"mixer/variant"`` (drawn in
+    the mixer's colour, dotted, named by ``names``). ``spread`` key -> (lowest, highest) accuracy over the seeds at
+    each size, drawn as error bars; ``live`` adds the points re-run here as open markers."""
     data = []
-    for mixer, (x, acc) in points.items():
+    for key, (x, acc) in points.items():
+        mixer, _, variant = key.partition("/")
         line, marker = _style(mixer)
-        name = mixer_title(mixer)
-        data.append(
-            dict(
-                type="scatter",
-                x=np.asarray(x, dtype=float),
-                y=np.asarray(acc, dtype=float),
-                name=f"{name} (recorded)",
-                legendgroup=mixer,
-                mode="lines+markers",
-                line=line,
-                marker=marker | dict(size=9),
-                hovertemplate=f"{name}, recorded<br>{x_title} %{{x}}: %{{y:.1%}}<extra></extra>",
-            )
+        name = (names or {}).get(key, mixer_title(mixer))
+        y = np.asarray(acc, dtype=float)
+        trace = dict(
+            type="scatter",
+            x=np.asarray(x, dtype=float),
+            y=y,
+            name=f"{name} (recorded)",
+            legendgroup=key,
+            mode="lines+markers",
+            line=line | (dict(dash="dot", width=2.0) if variant else {}),
+            marker=marker | dict(size=9),
+            hovertemplate=f"{name}, recorded<br>{x_title} %{{x}}: %{{y:.1%}}<extra></extra>",
         )
+        if spread and key in spread:
+            low, high = (np.asarray(v, dtype=float) for v in spread[key])
+            if low.shape != y.shape or high.shape != y.shape:
+                raise ValueError(f"spread[{key!r}] must give a low and a high for each of its {y.size} points")
+            trace["error_y"] = dict(type="data", symmetric=False, array=high - y, arrayminus=y - low, thickness=1.5)
+        data.append(trace)
     for mixer, (x, acc) in (live or {}).items():
         line, marker = _style(mixer)
         name = mixer_title(mixer)

@@ -3,19 +3,20 @@ learned gates, refuses requests over the cap, and re-runs a recorded point."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from lineage import findings, sweep
 from lineage import train as training
 from lineage.plots import mixer_title
 from tests.app.util import ROOT, figure, figures, run_page
 from ui.nav import PAGES
 
-REFERENCE = json.loads((ROOT / "data" / "learned_memory_reference.json").read_text())
-LONGER = json.loads((ROOT / "data" / "learned_memory_longer.json").read_text())
+RECORD = ROOT / "data" / "learned_memory_sweep.jsonl"
+RESULTS = [r["result"] for r in sweep.read_results(RECORD)]
+SUMMARIES = findings.summarise(RESULTS)
 
 
 def tiny(at, **changes):
@@ -41,44 +42,76 @@ def test_page_is_registered_under_labs():
     assert (entry.section, entry.file) == ("Labs", "app_pages/learned_memory.py")
 
 
-def test_recorded_chart_is_the_reference_file_with_its_command():
+def test_the_pairs_chart_is_the_record_at_each_settings_best_learning_rate_with_the_seeds_spread():
     at = run_page("learned_memory", seed=0)
-    assert not at.error and [t.value for t in at.title] == ["Learned memory"]
+    assert not at.exception and [t.value for t in at.title] == ["Learned memory"]
     fig = figure(at, "MQAR at ")
-    T = fig["layout"]["title"]["text"].split()[2]
+    rows = findings.by_pairs(SUMMARIES) + findings.by_pairs(SUMMARIES, "none")
+    assert len(fig["data"]) == len({(x.setting.mixer, x.setting.front_end) for x in rows}) > 0
     for trace in fig["data"]:
-        mixer = next(
-            r["model"]["mixer"] for r in REFERENCE["runs"] if trace["name"].startswith(mixer_title(r["model"]["mixer"]))
+        xs = sorted(
+            (x for x in rows if trace["name"] == f"{findings.label(x.setting, mixer_title)} (recorded)"),
+            key=lambda x: x.setting.n_pairs,
         )
-        stored = sorted(
-            (r["task"]["n_pairs"], r["accuracy"])
-            for r in REFERENCE["runs"]
-            if r["model"]["mixer"] == mixer and str(r["task"]["seq_len"]) == T
-        )
-        assert np.allclose(trace["x"], [n for n, _ in stored]) and np.allclose(trace["y"], [a for _, a in stored])
-    caption = " ".join(c.value for c in at.caption)
-    assert REFERENCE["command"] in caption and REFERENCE["date"] in caption
+        assert xs, trace["name"]
+        assert np.allclose(trace["x"], [x.setting.n_pairs for x in xs])
+        assert np.allclose(trace["y"], [x.mean for x in xs])
+        assert np.allclose(np.asarray(trace["y"]) + np.asarray(trace["error_y"]["array"]), [x.high for x in xs])
+        assert np.allclose(np.asarray(trace["y"]) - np.asarray(trace["error_y"]["arrayminus"]), [x.low for x in xs])
 
 
-def test_the_longer_record_says_what_each_short_point_did_given_more_steps():
+def test_every_sentence_about_the_record_is_computed_from_it_and_the_caption_names_the_command():
     at = run_page("learned_memory", seed=0)
-    said = [m.value for m in at.markdown if m.value.startswith("**Given up to")]
-    assert len(said) == 1 and LONGER["command"] in said[0]
-    longer = [training.TrainResult.from_dict(r) for r in LONGER["runs"]]
-    short = [training.TrainResult.from_dict(r) for r in REFERENCE["runs"]]
-    matched = 0
-    for a in longer:
-        r = next((r for r in short if r.model == a.model and r.task == a.task and not r.solved), None)
-        if r is None:
-            continue
-        matched += 1
-        what = (
-            f"{mixer_title(a.mixer)} with {a.task['n_pairs']} pairs in {a.task['seq_len']} tokens "
-            f"({r.accuracy:.0%} after {r.steps:,})"
+    shown = [m.value for m in at.markdown]
+    for line in findings.solved_sentences(SUMMARIES, mixer_title) + findings.paper_checks(SUMMARIES, mixer_title):
+        assert f"- {line}" in shown, line
+    for line in findings.front_end_sentences(SUMMARIES, mixer_title):
+        assert f"- {line}" in shown, line
+    captions = " ".join(c.value for c in at.caption)
+    assert findings.memory_caption(SUMMARIES, mixer_title) in captions
+    for r in sweep.read_results(RECORD):
+        assert r["run"]["command"] in captions
+    whole = len(sweep.points_of(sweep.read_grid(ROOT / "data" / "learned_memory_grid.json"))[0])
+    cpu = len(sweep.points_of(sweep.read_grid(ROOT / "data" / "learned_memory_grid_cpu.json"))[0])
+    assert f"{len(RESULTS)} recorded points ({len(SUMMARIES)} setting" in captions
+    sessions = {r["run"]["started"] for r in sweep.read_results(RECORD)}
+    assert f"Run in {len(sessions)} session" in captions and f"from {min(sessions)} on" in captions
+    assert f"of the {cpu} in data/learned_memory_grid_cpu.json" in captions
+    assert f"(data/learned_memory_grid.json, {whole:,} points, for a cluster)" in captions
+    assert (f"The other {cpu - len(RESULTS)} were not run" in captions) == (cpu > len(RESULTS))
+
+
+def test_the_capacity_chart_shows_accuracy_against_what_one_layer_carries_when_recorded():
+    at = run_page("learned_memory", seed=0)
+    n = findings.capacity_pairs(SUMMARIES)
+    titles = [f["layout"]["title"]["text"] for f in figures(at)]
+    if n is None:
+        assert not any("the memory one layer carries" in t for t in titles)
+        return
+    fig = figure(at, f"MQAR with {n} pairs: accuracy against the memory one layer carries")
+    assert fig["layout"]["xaxis"]["type"] == "log"
+    for trace in fig["data"]:
+        xs = sorted(
+            (x for x in findings.by_width(SUMMARIES, n) if trace["name"].startswith(mixer_title(x.setting.mixer))),
+            key=lambda x: x.state_size(),
         )
-        outcome = "reached" if a.solved else "was at"
-        assert f"{what} {outcome} {a.accuracy:.0%} after {a.steps:,} steps" in said[0]
-    assert matched == len(longer)  # every longer point continues a point the short run did not solve
+        assert np.allclose(trace["x"], [x.state_size() for x in xs]) and np.allclose(trace["y"], [x.mean for x in xs])
+
+
+def test_the_defaults_are_the_measured_live_setting_and_the_front_end_can_be_taken_off():
+    at = run_page("learned_memory", seed=0)
+    assert at.multiselect(key="learned_memory_mixers").value == list(training.LIVE_MIXERS)
+    assert at.slider(key="learned_memory_pairs_n").value == training.LIVE_TASK.n_pairs
+    assert at.select_slider(key="learned_memory_T").value == training.LIVE_TASK.seq_len
+    assert at.number_input(key="learned_memory_steps").value == training.LIVE_TRAINING.max_steps
+    assert at.selectbox(key="learned_memory_front").value == "conv"
+    at.selectbox(key="learned_memory_front").set_value("none")
+    at = tiny(at, mixers=["softmax", "deltanet"], steps=2)
+    models = at.session_state["learned_memory_trained"]["models"]
+    assert set(models) == {"softmax", "deltanet"}
+    assert not any(name.endswith("convs") for model in models.values() for name, _ in model.named_modules())
+    said = next(m.value for m in at.markdown if m.value.startswith("Softmax"))
+    assert "with no convolution for any mixer (the ablation)" in said
 
 
 def test_training_draws_one_curve_per_mechanism(trained):
@@ -105,7 +138,7 @@ def test_what_the_model_learned_shows_kda_gates_beta_and_state(trained):
 def test_the_task_picker_says_where_each_task_comes_from():
     at = run_page("learned_memory", seed=0)
     for task, title, source in [
-        ("mqar", "MQAR (Zoology)", "MQAR as Zoology generates it (arXiv 2312.04927, §3)"),
+        ("mqar", "MQAR (Zoology)", "MQAR as Zoology generates it (Arora et al. 2023, arXiv 2312.04927, §3)"),
         ("palindrome", "Palindrome (Kimi Linear §5.1)", "(arXiv 2510.26692, §5.1, Figure 4a)"),
         ("stack", "Stack (Kimi Linear §5.1)", "(arXiv 2510.26692, §5.1, Figure 4c)"),
     ]:

@@ -1,0 +1,151 @@
+"""The Learned memory findings: best learning rate over seeds, budget and one-seed caveats, and sentences that follow
+the numbers (flip the numbers and the verdict flips)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pytest
+
+from lineage import findings
+from lineage.lm import LMConfig
+from lineage.tasks import TaskConfig
+from lineage.train import TrainConfig
+
+
+def fake(mixer, acc, *, pairs=4, lr=1e-3, seed=0, steps=None, front_end="conv", width=64, max_steps=500):
+    """A TrainResult dict as the sweep stores it, with the outcome given."""
+    task = TaskConfig("mqar", 64, 32, pairs)
+    model = LMConfig(mixer=mixer, vocab_size=64, max_len=32, d_model=width, n_heads=4, front_end=front_end)
+    solved = acc >= 0.99
+    return dict(
+        task=task.to_dict(),
+        model=model.to_dict(),
+        train=asdict(TrainConfig(lr=lr, max_steps=max_steps)),
+        seed=seed,
+        accuracy=acc,
+        steps=steps if steps is not None else (200 if solved else max_steps),
+        stopped="target" if solved else "max_steps",
+        carried=model.carried(),
+    )
+
+
+def title(mixer: str) -> str:
+    return mixer
+
+
+def test_each_setting_is_reported_at_the_learning_rate_with_the_best_mean_over_seeds():
+    runs = [
+        fake("softmax", 0.99, lr=1e-3, seed=0), fake("softmax", 0.30, lr=1e-3, seed=1),  # mean 0.645
+        fake("softmax", 0.70, lr=3e-3, seed=0), fake("softmax", 0.70, lr=3e-3, seed=1),  # mean 0.70: best
+    ]  # fmt: skip
+    (s,) = findings.summarise(runs)
+    assert s.lr == 3e-3 and s.lrs == (1e-3, 3e-3) and s.accuracies == (0.70, 0.70) and s.seeds == (0, 1)
+    assert s.budget and not s.solved
+    assert "best of lr 0.001, 0.003: 0.003" in s.evidence() and "2 of 2 seed(s) hit the 500-step budget" in s.evidence()
+
+
+def test_equal_accuracy_goes_to_the_learning_rate_that_needed_fewer_steps():
+    runs = [fake("kda", 0.995, lr=1e-3, steps=400), fake("kda", 0.995, lr=3e-3, steps=150)]
+    (s,) = findings.summarise(runs)
+    assert s.lr == 3e-3 and s.steps == (150,)
+    assert "one seed" in s.evidence()
+
+
+def test_spread_is_the_lowest_and_highest_seed():
+    (s,) = findings.summarise([fake("gla", a, seed=i) for i, a in enumerate([0.5, 0.9, 0.7])])
+    assert (s.low, s.mean, s.high) == (0.5, pytest.approx(0.7), 0.9)
+    assert "70.0% (seeds 50.0%–90.0%)" in s.evidence()
+
+
+def test_the_zoology_check_follows_the_numbers():
+    solved = [fake("softmax", 0.995, pairs=n, seed=s) for n in (4, 8) for s in (0, 1)]
+    line = findings.paper_checks(findings.summarise(solved), title)[0]
+    assert line.startswith("Zoology (Arora et al. 2023, arXiv 2312.04927)") and "this record agrees" in line
+    failed = solved[:3] + [fake("softmax", 0.4, pairs=8, seed=1)]
+    line = findings.paper_checks(findings.summarise(failed), title)[0]
+    assert "this record **disagrees** (some of these points hit the budget)" in line
+
+
+def test_the_deltanet_check_flips_when_linear_attention_wins():
+    win = [fake("deltanet", 0.99), fake("linear_attention", 0.6)]
+    assert "agrees" in findings.paper_checks(findings.summarise(win), title)[0]
+    lose = [fake("deltanet", 0.6), fake("linear_attention", 0.99)]
+    line = findings.paper_checks(findings.summarise(lose), title)[0]
+    assert (
+        line.startswith("DeltaNet (Yang et al. 2024, arXiv 2406.06484)") and "**disagrees** (rests on one seed" in line
+    )
+
+
+def test_the_kimi_check_names_the_report_section_and_compares_kda_with_gated_deltanet():
+    runs = [fake("kda", 0.99, steps=150), fake("gated_deltanet", 0.99, steps=300)]
+    (line,) = findings.paper_checks(findings.summarise(runs), title)
+    assert "Kimi Linear report (arXiv 2510.26692, §5.1, Figure 4b)" in line
+    assert "KDA 99% in 150 steps, Gated DeltaNet 99% in 300" in line and "agrees" in line
+    runs = [fake("kda", 0.5), fake("gated_deltanet", 0.99)]
+    assert "**disagrees**" in findings.paper_checks(findings.summarise(runs), title)[0]
+
+
+def test_the_ablation_sentence_sets_each_mechanism_with_and_without_the_convolution():
+    runs = [fake("softmax", 0.995, seed=s) for s in (0, 1)] + [
+        fake("softmax", 0.27, seed=s, front_end="none") for s in (0, 1)
+    ]
+    (line,) = findings.front_end_sentences(findings.summarise(runs), title)
+    assert line.startswith("**softmax − conv** at 4 pairs: 27.0% (all 2 seeds)") and "on the 1/4 plateau" in line
+    assert "with the convolution: 99.5% (all 2 seeds)" in line
+    assert "softmax − conv at 4 pairs (27%)" in findings.plateau_sentence(findings.summarise(runs), title)
+
+
+def test_who_learned_most_is_computed_at_the_hardest_shared_size_and_ties_are_said():
+    runs = [fake("softmax", 0.99, pairs=8), fake("deltanet", 0.6, pairs=8), fake("deltanet", 0.99, pairs=4)]
+    said = findings.most_learned(findings.summarise(runs), title)
+    assert said.startswith("At 8 pairs") and "softmax learned most" in said
+    assert findings.most_learned(findings.summarise(runs[:1]), title) == "", "one mechanism: nobody to beat"
+    tie = [fake("softmax", 0.995, pairs=8, steps=300), fake("deltanet", 0.99, pairs=8, steps=100)]
+    said = findings.most_learned(findings.summarise(tie), title)
+    assert "are within 2% of each other" in said and "deltanet got there in the fewest steps" in said
+
+
+def test_the_capacity_axis_appears_once_a_size_is_recorded_at_two_widths():
+    narrow = [fake("deltanet", 0.4, pairs=8, width=16), fake("deltanet", 0.99, pairs=8, width=64)]
+    summaries = findings.summarise(narrow)
+    assert findings.capacity_pairs(summaries) == 8
+    said = findings.capacity_sentence(summaries, title)
+    small, large = (LMConfig(mixer="deltanet", d_model=w, n_heads=4).carried() for w in (16, 64))
+    assert f"40% at width 16 ({sum(small.values()):,} numbers)" in said
+    assert f"99% at width 64 ({sum(large.values()):,} numbers)" in said
+    assert findings.capacity_pairs(findings.summarise(narrow[1:])) is None
+
+
+def test_the_memory_caption_counts_state_normaliser_convolution_and_kv_cache():
+    runs = [fake("linear_attention", 0.5), fake("softmax", 0.99)]
+    caption = findings.memory_caption(findings.summarise(runs), title)
+    la = LMConfig(mixer="linear_attention", d_model=64, n_heads=4).carried()
+    sm = LMConfig(mixer="softmax", d_model=64, n_heads=4).carried()
+    assert (
+        f"linear_attention {la['state']:,} of state + {la['normaliser']:,} of normaliser + {la['conv']:,} of "
+        in caption
+    )
+    assert f"softmax a cache of {sm['per_token']:,} per token ({sm['per_token'] * 32:,} at 32 tokens)" in caption
+    assert la["normaliser"] == 4 * 16 and la["conv"] == 3 * 3 * 64
+
+
+def test_the_live_plateau_check_finds_runs_near_one_over_pairs():
+    class R:
+        def __init__(self, mixer, acc, solved):
+            self.mixer, self.accuracy, self.solved = mixer, acc, solved
+
+    runs = [R("softmax", 0.26, False), R("deltanet", 0.99, True), R("gla", 0.6, False)]
+    assert [r.mixer for r in findings.on_plateau(runs, 4)] == ["softmax"]
+
+
+def test_the_solved_sentence_lists_where_every_seed_reached_the_target_and_the_evidence_elsewhere():
+    runs = [fake("deltanet", 0.995, pairs=4, seed=s) for s in (0, 1)] + [
+        fake("deltanet", 0.995, pairs=8, seed=0),
+        fake("deltanet", 0.705, pairs=8, seed=1),
+    ]
+    (line,) = findings.solved_sentences(findings.summarise(runs), title)
+    assert line.startswith("**deltanet** reached the target on every seed at 4 pairs — 4 pairs: 99.5% (all 2 seeds)")
+    assert "8 pairs: 85.0% (seeds 70.5%–99.5%)" in line and "1 of 2 seed(s) hit the 500-step budget" in line
+    (line,) = findings.solved_sentences(findings.summarise(runs[2:]), title)
+    assert line.startswith("**deltanet** did not reach the target on every seed at any recorded size")
