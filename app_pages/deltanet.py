@@ -7,11 +7,21 @@ import streamlit as st
 from lineage import claims, demo, plots
 from lineage.deltanet import deltanet
 from lineage.equations import chunked_delta
-from lineage.story import make_story
-from ui.classroom import chart, prose, step_control, tour_nav
+from lineage.story import story_for
+from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
-from ui.story import checked_line, code_excerpts, equation_panel, inputs_choice, show_claim, story_chart, top_slot
+from ui.story import (
+    checked_line,
+    code_excerpts,
+    equation_panel,
+    inputs_choice,
+    show_claim,
+    story_chart,
+    story_input,
+    top_slot,
+    written_link,
+)
 
 COMPARE_BETAS = (0.1, 0.5, 1.0)  # the write strengths drawn beside the chosen one
 
@@ -35,7 +45,8 @@ equation_panel("deltanet")
 show_code(deltanet, title="The whole op")
 
 inputs = inputs_choice("deltanet")
-T, K, V = size_controls("deltanet")
+written = story_input() if inputs == "story" else None
+T, K, V = size_controls("deltanet", written=written)
 left, right = st.columns(2)
 beta = left.slider(
     "Write strength β",
@@ -59,9 +70,9 @@ chunk_size = right.select_slider(
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def live(T: int, K: int, V: int, seed: int, beta: float, chunk_size: int, inputs: str) -> dict:
+def live(T: int, K: int, V: int, seed: int, beta: float, chunk_size: int, inputs: str, written: str = "") -> dict:
     if inputs == "story":
-        story = make_story(T, K, V)
+        story = story_for(T, K, V, written)
         run = claims.run_story("deltanet", story, claims.Knobs(beta=beta), chunk_size=chunk_size)
         linear = claims.trace_story("linear_attention", story)
         claim = claims.deltanet_claim(run, story, linear, beta)
@@ -98,7 +109,7 @@ def timing(T: int, D: int, seed: int) -> demo.ChunkSweep:
     return demo.chunk_size_sweep(T, D, seed)
 
 
-out = run_or_stop(live, T, K, V, seed(), beta, chunk_size, inputs)
+out = run_or_stop(live, T, K, V, seed(), beta, chunk_size, inputs, written_link() if written else "")
 run = out["run"]
 yours = f"DeltaNet, β = {beta:g}"
 by_age = {f"{yours} (yours)": out["by_age"]}  # a compared β equal to yours is drawn once, as yours
@@ -201,4 +212,3 @@ what_to_notice(
         "(T / C of them): FLOPs are not the only cost. On GPUs, C = 64 is the usual choice.",
     ]
 )
-tour_nav("deltanet")

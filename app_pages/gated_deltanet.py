@@ -6,13 +6,21 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.gated_deltanet import gated_deltanet
-from lineage.story import OVERWRITE, OVERWRITTEN_VALUE, QUERIES, make_story
+from lineage.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
-from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
-
-LONG = QUERIES[0]  # the long-lived fact
+from ui.story import (
+    checked_line,
+    equation_panel,
+    gate_controls,
+    inputs_choice,
+    show_claim,
+    story_chart,
+    story_input,
+    top_slot,
+    written_link,
+)
 
 stage_header("gated_deltanet")
 top = top_slot()
@@ -32,7 +40,8 @@ equation_panel("gated_deltanet")
 show_code(gated_deltanet, title="The whole op")
 
 inputs = inputs_choice("gated_deltanet")
-T, K, V = size_controls("gated_deltanet")
+written = story_input() if inputs == "story" else None
+T, K, V = size_controls("gated_deltanet", written=written)
 if inputs == "story":
     keep, switch = gate_controls("gated_deltanet")
     beta = st.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="gated_deltanet_beta")
@@ -76,8 +85,8 @@ def ungated(T: int, K: int, V: int, seed: int, beta: float | None) -> dict:
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) -> dict:
-    story = make_story(T, K, V)
+def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float, written: str = "") -> dict:
+    story = story_for(T, K, V, written)
     knobs = claims.Knobs(beta=beta, alpha_keep=keep, alpha_switch=switch)
     run = claims.run_story("gated_deltanet", story, knobs)
     deltanet = claims.run_story("deltanet", story, knobs)
@@ -85,10 +94,10 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) ->
         run=run,
         story=story,
         claim=claims.forget_claim("gated_deltanet", run, story, deltanet),
-        topic_a=claims.topic_a_held(run, story),
-        long_held=claims.long_fact_held(run, story),
-        error=claims.overwrite_error(run, story),
-        mix=claims.overwrite_mix(run, story),
+        topic_a=claims.topic_a_held(run, story) if claims.can_forget(story) else None,
+        long_held=claims.long_fact_held(run, story) if story.long_lived else None,
+        error=claims.overwrite_error(run, story) if story.overwrite else None,
+        mix=claims.overwrite_mix(run, story) if story.overwrite else None,
         retention=demo.retention(run.g)[:, :, 0],
         deltanet_states=deltanet.states,
     )
@@ -96,7 +105,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) ->
 
 beta_rule = None if inputs == "story" or random_beta else beta
 if inputs == "story":
-    out = run_or_stop(on_story, T, K, V, keep, switch, beta)
+    out = run_or_stop(on_story, T, K, V, keep, switch, beta, written_link() if written else "")
 else:
     out = run_or_stop(live, T, K, V, seed(), alpha, jitter, beta_rule) | run_or_stop(
         ungated, T, K, V, seed(), beta_rule
@@ -147,12 +156,21 @@ chart(
 real_size_section("gated_deltanet")
 if inputs == "story":
     story = out["story"]
-    notice = [
-        f"At the switch ‖ (step {story.switch_step}) the one gate clears the whole memory: {out['topic_a']:.0%} of "
-        f"topic A is read back at the end, and {out['long_held']:.0%} of {LONG.key} → {LONG.expected} — one number "
-        "per head cannot keep one fact and drop the rest (KDA can).",
-        f"In the same run {OVERWRITE.key} is edited: {OVERWRITTEN_VALUE} replaced by {OVERWRITE.expected}, the "
-        f"answer {out['mix']} (error {out['error']:.3f}). Forgetting and editing, in one memory.",
+    notice = []
+    if out["topic_a"] is not None and story.long_lived:
+        long = story.long_lived[0]
+        notice.append(
+            f"At the switch ‖ (step {story.switch_step}) the one gate clears the whole memory: {out['topic_a']:.0%} "
+            f"of topic A is read back at the end, and {out['long_held']:.0%} of {long.key} → {long.expected} — one "
+            "number per head cannot keep one fact and drop the rest (KDA can)."
+        )
+    if story.overwrite is not None:
+        notice.append(
+            f"In the same run {story.overwrite.key} is edited: {story.overwritten_value} replaced by "
+            f"{story.overwrite.expected}, the answer {out['mix']} (error {out['error']:.3f}). Forgetting and editing, "
+            "in one memory."
+        )
+    notice += [
         "Slide the gate on every token below 1: every fact fades between writes, the oldest most; the retention "
         "map below shows by how much. Set the gate at the switch to 1: nothing is cleared, and the two states are "
         "identical — Gated DeltaNet is DeltaNet.",

@@ -6,11 +6,22 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.gla import gla
-from lineage.story import OVERWRITE, QUERIES, make_story
+from lineage.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
-from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
+from ui.story import (
+    checked_line,
+    equation_panel,
+    gate_controls,
+    held_rows,
+    inputs_choice,
+    show_claim,
+    story_chart,
+    story_input,
+    top_slot,
+    written_link,
+)
 
 stage_header("gla")
 top = top_slot()
@@ -28,13 +39,14 @@ equation_panel("gla")
 show_code(gla, title="The whole op")
 
 inputs = inputs_choice("gla")
-T, K, V = size_controls("gla")
+written = story_input() if inputs == "story" else None
+T, K, V = size_controls("gla", written=written)
 if inputs == "story":
     keep, switch = gate_controls("gla", per_channel=True)
     st.markdown(
         f"On the story every channel keeps α = {keep:g} on ordinary tokens. At the topic switch ‖ every channel closes "
-        f"to α = {switch:g} except the long-lived fact's (row *name*), which keeps α = {keep:g}: the channel a "
-        "trained per-channel gate would learn to hold. Mamba-2, the comparison, has one gate for the whole head."
+        f"to α = {switch:g} except the long-lived fact's ({held_rows(written)}), which keeps α = {keep:g}: the channel "
+        "a trained per-channel gate would learn to hold. Mamba-2, the comparison, has one gate for the whole head."
     )
 else:
     st.markdown("Here the channels' gates are spread evenly from the slowest α (row 0) to the fastest (the last row).")
@@ -61,21 +73,21 @@ def live(T: int, K: int, V: int, seed: int, alpha: float, alpha_min: float, jitt
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def on_story(T: int, K: int, V: int, keep: float, switch: float) -> dict:
+def on_story(T: int, K: int, V: int, keep: float, switch: float, written: str = "") -> dict:
     """GLA on the story, beside Mamba-2 with the same gate values in one scalar per head."""
-    story = make_story(T, K, V)
+    story = story_for(T, K, V, written)
     knobs = claims.Knobs(alpha_keep=keep, alpha_switch=switch)
     run = claims.run_story("gla", story, knobs)
     return dict(
         run=run,
         story=story,
         claim=claims.channel_claim("gla", run, story, claims.trace_story("mamba2", story, knobs)),
-        mix=claims.overwrite_mix(run, story),
+        mix=claims.overwrite_mix(run, story) if story.overwrite else None,
     )
 
 
 if inputs == "story":
-    out = run_or_stop(on_story, T, K, V, keep, switch)
+    out = run_or_stop(on_story, T, K, V, keep, switch, written_link() if written else "")
     run = out["run"]
 else:
     run = run_or_stop(live, T, K, V, seed(), alpha, alpha_min, jitter)
@@ -104,15 +116,25 @@ chart(
 
 real_size_section("gla")
 if inputs == "story":
-    claim = out["claim"]
-    notice = [
-        f"At the switch ‖ topic A's rows (Ada, Bo, Cy) close while row *name* stays open: {claim.shown} of "
-        f"{QUERIES[0].key} → {QUERIES[0].expected} is read back at the end. {claim.compare}.",
+    claim, story = out["claim"], out["story"]
+    notice = []
+    if claim.testable:
+        long = story.long_lived[0]
+        topic_a = ", ".join(f.key for f in claims.topic_a_facts(story))
+        notice.append(
+            f"At the switch ‖ topic A's rows ({topic_a}) close while row *{long.key}* stays open: {claim.shown} of "
+            f"{long.key} → {long.expected} is read back at the end. {claim.compare}."
+        )
+    notice.append(
         "Set the gate at the switch to 1: nothing closes, and GLA on the story holds what Mamba-2 with its gate open "
-        "holds.",
-        f"Writes only ever add: {OVERWRITE.key}'s row holds both its values, {out['mix']}. Nothing here replaces "
-        "the value stored under a key — that is what the delta rule of DeltaNet, Gated DeltaNet and KDA adds.",
-    ]
+        "holds."
+    )
+    if story.overwrite is not None:
+        notice.append(
+            f"Writes only ever add: {story.overwrite.key}'s row holds both its values, {out['mix']}. Nothing here "
+            "replaces the value stored under a key — that is what the delta rule of DeltaNet, Gated DeltaNet and KDA "
+            "adds."
+        )
 else:
     notice = [
         "Rows with a small α flicker: they show mostly the last token or two. Rows with α near 1 change slowly and "

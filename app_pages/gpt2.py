@@ -8,10 +8,20 @@ from lineage import claims, demo, plots
 from lineage.io_cost import recompute_generation_cost
 from lineage.plots.story import attention_story
 from lineage.softmax import CausalSelfAttention, decode_recompute
-from lineage.story import MIN_T, make_story
+from lineage.story import MIN_T, story_for
 from ui.classroom import chart, controls_row, prose, step_control
-from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
-from ui.story import equation_panel, inputs_choice, show_claim, story_key, top_slot
+from ui.common import (
+    cap_note,
+    capped_slider,
+    caps,
+    run_or_stop,
+    seed,
+    show_code,
+    stage_header,
+    what_to_notice,
+    written_length_note,
+)
+from ui.story import equation_panel, inputs_choice, show_claim, story_input, story_key, top_slot, written_link
 
 stage_header("gpt2")
 top = top_slot()
@@ -33,8 +43,12 @@ show_code(decode_recompute, CausalSelfAttention.forward, recompute_generation_co
 
 cap = caps()
 inputs = inputs_choice("gpt2")
+written = story_input() if inputs == "story" else None
 a, b, c = controls_row(3, caps=[cap_note("T", cap.T), cap_note("Heads", cap.heads), cap_note("Head dim", cap.head_dim)])
 T = capped_slider(a, "Tokens to generate T", MIN_T, cap.T, 32, key="gpt2_T", name="T")
+if written is not None:
+    T = len(written.tokens)
+    a.caption(written_length_note(T))
 n_heads = capped_slider(b, "Heads", 1, cap.heads, 4, key="gpt2_heads", name="Heads", help="GPT-2 124M has 12.")
 head_dim = capped_slider(
     c, "Head dim", 2, cap.head_dim, 16, key="gpt2_head_dim", name="Head dim", help="GPT-2 124M uses 64."
@@ -42,15 +56,15 @@ head_dim = capped_slider(
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def live(T: int, n_heads: int, head_dim: int, seed: int, inputs: str) -> dict:
+def live(T: int, n_heads: int, head_dim: int, seed: int, inputs: str, written: str = "") -> dict:
     if inputs == "story":
-        story = make_story(T)
+        story = story_for(T, written=written)
         run = claims.run_softmax_story(story, n_heads, head_dim, seed)
         return dict(run=run, story=story, claim=claims.gpt2_claim(run, story))
     return dict(run=demo.run_softmax(T, n_heads, head_dim, seed, block_size=min(8, T)), story=None, claim=None)
 
 
-out = run_or_stop(live, T, n_heads, head_dim, seed(), inputs)
+out = run_or_stop(live, T, n_heads, head_dim, seed(), inputs, written_link() if written else "")
 run, story = out["run"], out["story"]
 cost = run.cost
 

@@ -6,10 +6,10 @@ import streamlit as st
 
 from lineage import claims, footprints, hybrid, plots
 from lineage.plots.story import crossover
-from lineage.story import make_story
+from lineage.story import story_for
 from ui.classroom import cap_notes, chart, step_control
 from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
-from ui.story import checked_line, equation_panel, show_claim, story_chart, top_slot
+from ui.story import checked_line, equation_panel, show_claim, story_chart, story_input, top_slot, written_link
 
 K3 = footprints.PARAMETER_FACTS["kimi-k3"]
 KIMI = footprints.MODELS["kimi-linear-48b"]
@@ -21,14 +21,15 @@ top = top_slot()
 
 
 @st.cache_data(max_entries=4, ttl=3600, show_spinner=False)
-def needle(T: int) -> dict:
+def needle(T: int, written: str = "") -> dict:
     """The story with a KDA state too small for its keys (no switch): the state blurs a fact the cache finds."""
-    story = make_story(T, claims.HYBRID_STATE_K, 8)
+    story = story_for(T, claims.HYBRID_STATE_K, 8, written)
     run = claims.run_story("kda", story, claims.Knobs(alpha_switch=1.0), repeats=1)
-    return dict(story=story, run=run, claim=claims.hybrid_claim(claims.hybrid_needle(story, run)))
+    return dict(story=story, run=run, claim=claims.hybrid_claim(claims.hybrid_needle(story, run), story))
 
 
-story_out = run_or_stop(needle, 32)
+written = story_input()
+story_out = run_or_stop(needle, 32, written_link() if written else "")
 with top:
     show_claim(story_out["claim"])
     story_chart("hybrid", story_out["run"], story_out["story"], start=story_out["story"].T - 1)

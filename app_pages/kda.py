@@ -6,13 +6,22 @@ import streamlit as st
 
 from lineage import claims, demo, plots
 from lineage.kda import kda
-from lineage.story import OVERWRITE, OVERWRITTEN_VALUE, QUERIES, make_story
+from lineage.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
-from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
-
-LONG = QUERIES[0]  # the long-lived fact
+from ui.story import (
+    checked_line,
+    equation_panel,
+    gate_controls,
+    held_rows,
+    inputs_choice,
+    show_claim,
+    story_chart,
+    story_input,
+    top_slot,
+    written_link,
+)
 
 stage_header("kda")
 top = top_slot()
@@ -28,14 +37,16 @@ equation_panel("kda")
 show_code(kda, title="The whole op")
 
 inputs = inputs_choice("kda")
-T, K, V = size_controls("kda")
+written = story_input() if inputs == "story" else None
+T, K, V = size_controls("kda", written=written)
 if inputs == "story":
     keep, switch = gate_controls("kda", per_channel=True)
     beta = st.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="kda_beta")
     st.markdown(
         f"On the story every channel keeps α = {keep:g} on ordinary tokens. At the topic switch ‖ every channel closes "
-        f"to α = {switch:g} except the long-lived fact's (row *name*), which keeps α = {keep:g}. Beside KDA runs Gated "
-        "DeltaNet with the same gate values as one number for the whole head, so its switch closes row *name* too."
+        f"to α = {switch:g} except the long-lived fact's ({held_rows(written)}), which keeps α = {keep:g}. Beside KDA "
+        f"runs Gated DeltaNet with the same gate values as one number for the whole head, so its switch closes "
+        f"{held_rows(written)} too."
     )
 else:
     st.markdown(
@@ -84,10 +95,10 @@ def live(T: int, K: int, V: int, seed: int, alpha: float, alpha_min: float, jitt
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) -> dict:
+def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float, written: str = "") -> dict:
     """KDA on the story, beside Gated DeltaNet with the same gate values in one scalar (the switch closes it for the
     whole head, the long-lived fact's channel included)."""
-    story = make_story(T, K, V)
+    story = story_for(T, K, V, written)
     knobs = claims.Knobs(beta=beta, alpha_keep=keep, alpha_switch=switch)
     run = claims.run_story("kda", story, knobs)
     gdn = claims.run_story("gated_deltanet", story, knobs)
@@ -96,14 +107,14 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float) ->
         story=story,
         claim=claims.channel_claim("kda", run, story, gdn),
         gdn_states=gdn.states,
-        error=claims.overwrite_error(run, story),
+        error=claims.overwrite_error(run, story) if story.overwrite else None,
         retention=demo.retention(run.g)[0],
         gdn_retention=demo.retention(gdn.g)[0],
     )
 
 
 if inputs == "story":
-    out = run_or_stop(on_story, T, K, V, keep, switch, beta)
+    out = run_or_stop(on_story, T, K, V, keep, switch, beta, written_link() if written else "")
 else:
     out = run_or_stop(live, T, K, V, seed(), alpha, alpha_min, jitter, beta)
 run, retention = out["run"], out["retention"]
@@ -125,7 +136,7 @@ chart(
 )
 if inputs == "story":
     gdn_name = f"Gated DeltaNet: α = {keep:g} per token, {switch:g} at ‖, all channels alike"
-    kda_name = f"KDA: α = {keep:g} per token, {switch:g} at ‖ except row name"
+    kda_name = f"KDA: α = {keep:g} per token, {switch:g} at ‖ except {held_rows(written, emphasis=False)}"
     what = f"token 0's write ({out['story'].labels[0]})"
 else:
     gdn_name, kda_name = f"Gated DeltaNet: α = {out['scalar_alpha']:.3f} for all", "KDA: α per channel"
@@ -156,16 +167,31 @@ chart(
 real_size_section("kda")
 if inputs == "story":
     claim, story = out["claim"], out["story"]
-    notice = [
-        f"In KDA's retention map row 0 (name's channel) keeps token 0's write through the switch ‖ at step "
-        f"{story.switch_step}; every other row drops to α = {switch:g} there. Gated DeltaNet's one gate drops every "
-        f"row, name's too: {claim.shown} of {LONG.key} → {LONG.expected} is read back from KDA at the end; "
-        f"{claim.compare}.",
-        "Set the gate at the switch to 1: nothing closes, and KDA and Gated DeltaNet hold the same state.",
-        f"The delta rule edits as before: {OVERWRITE.key}'s answer has error {out['error']:.3f} after "
-        f"{OVERWRITTEN_VALUE} was replaced by {OVERWRITE.expected}.",
-        "What a fixed state cannot do is keep every detail forever. The hybrid keeps a few softmax layers for that.",
-    ]
+    notice = []
+    if claim.testable:
+        long = story.long_lived[0]
+        if story.facts[0].key == long.key:  # the retention map follows token 0's write
+            notice.append(
+                f"In KDA's retention map row 0 ({long.key}'s channel) keeps token 0's write through the switch ‖ at "
+                f"step {story.switch_step}; every other row drops to α = {switch:g} there. Gated DeltaNet's one gate "
+                f"drops every row, {long.key}'s too: {claim.shown} of {long.key} → {long.expected} is read back from "
+                f"KDA at the end; {claim.compare}."
+            )
+        else:
+            notice.append(
+                f"At the switch ‖ every row but {long.key}'s drops to α = {switch:g}; Gated DeltaNet's one gate drops "
+                f"{long.key}'s too: {claim.shown} of {long.key} → {long.expected} is read back from KDA at the end; "
+                f"{claim.compare}."
+            )
+    notice.append("Set the gate at the switch to 1: nothing closes, and KDA and Gated DeltaNet hold the same state.")
+    if story.overwrite is not None:
+        notice.append(
+            f"The delta rule edits as before: {story.overwrite.key}'s answer has error {out['error']:.3f} after "
+            f"{story.overwritten_value} was replaced by {story.overwrite.expected}."
+        )
+    notice.append(
+        "What a fixed state cannot do is keep every detail forever. The hybrid keeps a few softmax layers for that."
+    )
 else:
     notice = [
         "In KDA's retention map the top rows stay bright across the whole sequence while the bottom rows go dark "

@@ -9,10 +9,20 @@ from lineage.kv_cache import KVCache
 from lineage.plots.palette import KIND_COLOURS
 from lineage.plots.story import attention_story
 from lineage.softmax import decode_step, tiled_softmax_attention
-from lineage.story import MIN_T, make_story
+from lineage.story import MIN_T, story_for
 from ui.classroom import chart, controls_row, prose, step_control
-from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
-from ui.story import equation_panel, inputs_choice, show_claim, story_key, top_slot
+from ui.common import (
+    cap_note,
+    capped_slider,
+    caps,
+    run_or_stop,
+    seed,
+    show_code,
+    stage_header,
+    what_to_notice,
+    written_length_note,
+)
+from ui.story import equation_panel, inputs_choice, show_claim, story_input, story_key, top_slot, written_link
 
 stage_header("kv_cache")
 top = top_slot()
@@ -34,8 +44,12 @@ show_code(KVCache.append, decode_step)
 
 cap = caps()
 inputs = inputs_choice("kv_cache")
+written = story_input() if inputs == "story" else None
 a, b, c = controls_row(3, caps=[cap_note("T", cap.T), cap_note("Heads", cap.heads), cap_note("Head dim", cap.head_dim)])
 T = capped_slider(a, "Tokens to generate T", MIN_T, cap.T, 32, key="kv_cache_T", name="T")
+if written is not None:
+    T = len(written.tokens)
+    a.caption(written_length_note(T))
 n_heads = capped_slider(b, "Heads", 1, cap.heads, 4, key="kv_cache_heads", name="Heads", help="GPT-2 124M has 12.")
 head_dim = capped_slider(
     c, "Head dim", 2, cap.head_dim, 16, key="kv_cache_head_dim", name="Head dim", help="GPT-2 124M uses 64."
@@ -52,16 +66,16 @@ block_size = st.select_slider(
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def live(T: int, n_heads: int, head_dim: int, seed: int, block_size: int, inputs: str) -> dict:
+def live(T: int, n_heads: int, head_dim: int, seed: int, block_size: int, inputs: str, written: str = "") -> dict:
     if inputs == "story":
-        story = make_story(T)
+        story = story_for(T, written=written)
         run = claims.run_softmax_story(story, n_heads, head_dim, seed, block_size=block_size)
         # a fixed K × V state of the same head width, in the same fp32: what linear attention keeps instead
         return dict(run=run, story=story, claim=claims.kv_cache_claim(run, story))
     return dict(run=demo.run_softmax(T, n_heads, head_dim, seed, block_size=block_size), story=None, claim=None)
 
 
-out = run_or_stop(live, T, n_heads, head_dim, seed(), block_size, inputs)
+out = run_or_stop(live, T, n_heads, head_dim, seed(), block_size, inputs, written_link() if written else "")
 run, story = out["run"], out["story"]
 held = run.trace.cache_bytes  # KVCache.nbytes of head 0 after each step
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from lineage import claims, footprints
 from lineage.plots.story import decode_ratio_curves
-from ui.classroom import chart, tour_nav
+from ui.classroom import chart
 from ui.common import markdown_table, run_or_stop
 
 CONTEXTS = [2**p for p in range(12, 21)]  # 4,096 … 1,048,576 tokens
@@ -99,4 +99,3 @@ st.caption(
     "Kimi K3: its layer schedule is not public (no configuration was found), so the app computes nothing for it and "
     "shows only the article's claim, from a secondary source."
 )
-tour_nav("ledger")

@@ -7,11 +7,20 @@ import streamlit as st
 from lineage import claims, demo, plots
 from lineage.linear_attention import FEATURE_MAPS, linear_attention
 from lineage.recurrence import parallel_memory
-from lineage.story import make_story
+from lineage.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
-from ui.story import checked_line, equation_panel, inputs_choice, show_claim, story_chart, top_slot
+from ui.story import (
+    checked_line,
+    equation_panel,
+    inputs_choice,
+    show_claim,
+    story_chart,
+    story_input,
+    top_slot,
+    written_link,
+)
 
 stage_header("linear_attention")
 top = top_slot()
@@ -34,7 +43,8 @@ equation_panel("linear_attention")
 show_code(linear_attention, parallel_memory, title="The whole op and its T × T form")
 
 inputs = inputs_choice("linear_attention")
-T, K, V = size_controls("linear_attention")
+written = story_input() if inputs == "story" else None
+T, K, V = size_controls("linear_attention", written=written)
 # relu first, so the story opens on the blend its claim is about; the paper's elu(x) + 1 is one click away
 feature_map = st.radio(
     "Feature map φ",
@@ -52,9 +62,9 @@ feature_map = st.radio(
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def live(T: int, K: int, V: int, seed: int, feature_map: str, inputs: str) -> dict:
+def live(T: int, K: int, V: int, seed: int, feature_map: str, inputs: str, written: str = "") -> dict:
     if inputs == "story":
-        story = make_story(T, K, V)
+        story = story_for(T, K, V, written)
         run = claims.run_story("linear_attention", story, claims.Knobs(feature_map=feature_map))
         claim = claims.linear_claim(run, story, claims.trace_story("deltanet", story), feature_map)
     else:
@@ -63,7 +73,7 @@ def live(T: int, K: int, V: int, seed: int, feature_map: str, inputs: str) -> di
     return dict(run=run, story=story, claim=claim, recall=demo.recall(run), mixing=demo.mixing_matrix(run))
 
 
-out = run_or_stop(live, T, K, V, seed(), feature_map, inputs)
+out = run_or_stop(live, T, K, V, seed(), feature_map, inputs, written_link() if written else "")
 run, recall = out["run"], out["recall"]
 
 st.subheader("The live run")

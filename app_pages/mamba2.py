@@ -7,11 +7,21 @@ import streamlit as st
 from lineage import claims, demo, plots
 from lineage.mamba2 import mamba2
 from lineage.recurrence import parallel_memory
-from lineage.story import OVERWRITE, make_story
+from lineage.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
 from ui.scale import real_size_section
-from ui.story import checked_line, equation_panel, gate_controls, inputs_choice, show_claim, story_chart, top_slot
+from ui.story import (
+    checked_line,
+    equation_panel,
+    gate_controls,
+    inputs_choice,
+    show_claim,
+    story_chart,
+    story_input,
+    top_slot,
+    written_link,
+)
 
 stage_header("mamba2")
 top = top_slot()
@@ -32,7 +42,8 @@ equation_panel("mamba2")
 show_code(mamba2, parallel_memory, title="The whole op and its T × T form")
 
 inputs = inputs_choice("mamba2")
-T, K, V = size_controls("mamba2")
+written = story_input() if inputs == "story" else None
+T, K, V = size_controls("mamba2", written=written)
 if inputs == "story":
     keep, switch = gate_controls("mamba2")
 else:
@@ -79,17 +90,17 @@ def gate_off(T: int, K: int, V: int, seed: int) -> dict:
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def on_story(T: int, K: int, V: int, keep: float, switch: float) -> dict:
+def on_story(T: int, K: int, V: int, keep: float, switch: float, written: str = "") -> dict:
     """Mamba-2 on the story, beside the same writes with the gate open (α = 1: linear attention's additive state
     without a feature map)."""
-    story = make_story(T, K, V)
+    story = story_for(T, K, V, written)
     run = claims.run_story("mamba2", story, claims.Knobs(alpha_keep=keep, alpha_switch=switch))
     off = claims.run_story("mamba2", story, claims.Knobs(alpha_keep=1.0, alpha_switch=1.0))
     return dict(
         run=run,
         story=story,
         claim=claims.forget_claim("mamba2", run, story, off),
-        mix=claims.overwrite_mix(run, story),
+        mix=claims.overwrite_mix(run, story) if story.overwrite else None,
         norms=demo.state_norms(run.states),
         mask=demo.decay_mask(run.g)[:, :, 0],
         attention=demo.mixing_matrix(run),
@@ -99,7 +110,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float) -> dict:
 
 
 if inputs == "story":
-    out = run_or_stop(on_story, T, K, V, keep, switch)
+    out = run_or_stop(on_story, T, K, V, keep, switch, written_link() if written else "")
 else:
     out = run_or_stop(live, T, K, V, seed(), alpha, jitter) | run_or_stop(gate_off, T, K, V, seed())
 run, mask = out["run"], out["mask"]
@@ -156,12 +167,19 @@ st.caption(
 real_size_section("mamba2")
 if inputs == "story":
     story = out["story"]
-    s_at = story.switch_step
-    notice = [
-        f"At the switch ‖ (step {s_at}) ‖S_t‖ drops from {out['norms'][s_at - 1]:.2f} to {out['norms'][s_at]:.2f}: "
-        "one gate for the head clears every row at once, the long-lived fact's too. Without the gate (α = 1) "
-        f"nothing drops: {out['norms_off'][s_at]:.2f}.",
-        f"Mamba-2 forgets but cannot edit: {OVERWRITE.key}'s row keeps both its values, {out['mix']}.",
+    notice = []
+    if story.has_switch and story.switch_step > 0:
+        s_at = story.switch_step
+        notice.append(
+            f"At the switch ‖ (step {s_at}) ‖S_t‖ drops from {out['norms'][s_at - 1]:.2f} to "
+            f"{out['norms'][s_at]:.2f}: one gate for the head clears every row at once, the long-lived fact's too. "
+            f"Without the gate (α = 1) nothing drops: {out['norms_off'][s_at]:.2f}."
+        )
+    if story.overwrite is not None:
+        notice.append(
+            f"Mamba-2 forgets but cannot edit: {story.overwrite.key}'s row keeps both its values, {out['mix']}."
+        )
+    notice += [
         "In the decay mask every row after the switch is dark before it; with the gate on every token below 1, "
         "rows also darken with distance.",
         "The recurrence and the T×T attention form are two ways of computing the same thing — the numbers above "

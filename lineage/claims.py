@@ -22,17 +22,7 @@ from lineage import demo, footprints, hybrid
 from lineage.lab import SHARP_SCALE
 from lineage.linear_attention import NORMALIZER_EPS
 from lineage.stages import stage
-from lineage.story import (
-    FILLER,
-    OVERWRITE,
-    OVERWRITTEN_VALUE,
-    QUERIES,
-    SWITCH,
-    Story,
-    default_story,
-    story_tensors,
-    token_vectors,
-)
+from lineage.story import FILLER, SWITCH, Fact, Query, Story, default_story, story_tensors, token_vectors
 
 HELD_TOL = 0.05  # a fact counts as held when its share of the read is ≥ 1 − HELD_TOL, gone when ≤ HELD_TOL
 # Linear attention's φ on the story: relu keeps the story's one-hot keys apart, so the overwritten fact reads back as
@@ -165,10 +155,8 @@ def is_blend(answer: np.ndarray, story: Story, value: str) -> bool:
 
 def blend(answer: np.ndarray, story: Story) -> dict[str, float]:
     """The answer as a mix of the story's value vectors: {value: coefficient} (least squares)."""
-    from lineage.story import VALUES
-
     coef, *_ = np.linalg.lstsq(story.value_emb.T, answer, rcond=None)
-    return dict(zip(VALUES, coef.tolist(), strict=True))
+    return dict(zip(story.vocab_values, coef.tolist(), strict=True))
 
 
 def error(answer: np.ndarray, story: Story, value: str) -> float:
@@ -177,21 +165,43 @@ def error(answer: np.ndarray, story: Story, value: str) -> float:
     return float(np.linalg.norm(answer - v) / np.linalg.norm(v))
 
 
+def _overwrite(story: Story) -> Query:
+    if story.overwrite is None:
+        raise ValueError(f"the story has no overwrite (no key written with two values); {NEEDS_OVERWRITE}")
+    return story.overwrite
+
+
+def _long_lived(story: Story) -> Query:
+    if not story.long_lived:
+        raise ValueError(f"the story has no long-lived fact; {NEEDS_LONG}")
+    return story.long_lived[0]
+
+
 def overwrite_error(run: Run, story: Story) -> float:
     """Error of the answer for the overwritten key after the last token (expected: the newer value)."""
-    return error(read(run, story, OVERWRITE.key, story.T - 1), story, OVERWRITE.expected)
+    q = _overwrite(story)
+    return error(read(run, story, q.key, story.T - 1), story, q.expected)
+
+
+def topic_a_facts(story: Story) -> list[Fact]:
+    """Topic A's facts that no later token rewrites (each its key's latest value): what the switch should clear. A
+    key written again after the switch belongs to the new topic."""
+    last = {f.key: t for t, f in enumerate(story.facts)}
+    return [f for t, f in enumerate(story.facts) if f.topic == "A" and last[f.key] == t]
 
 
 def topic_a_held(run: Run, story: Story, *, after_switch: bool = True) -> float:
     """Mean share of topic A's facts the memory holds after the last token (or just before the switch)."""
+    facts = topic_a_facts(story)
+    if not story.has_switch or not facts:
+        raise ValueError(f"the story has no topic switch with a fact before it; {NEEDS_SWITCH}")
     step = story.T - 1 if after_switch else story.switch_step - 1
-    facts = [f for f in story.facts if f.topic == "A"]
     return float(np.mean([held(read(run, story, f.key, step), story, f.value) for f in facts]))
 
 
 def long_fact_held(run: Run, story: Story) -> float:
-    """Share of the long-lived fact (written first) the memory holds after the last token."""
-    q = QUERIES[0]
+    """Share of the long-lived fact (the first marked with *) the memory holds after the last token."""
+    q = _long_lived(story)
     return held(read(run, story, q.key, story.T - 1), story, q.expected)
 
 
@@ -199,7 +209,7 @@ def held_over_time(run: Run, story: Story) -> dict[str, np.ndarray]:
     """For every query, the share of its expected answer the memory holds after each step ([T], NaN before the
     fact is written)."""
     curves = {}
-    for q in QUERIES:
+    for q in story.queries:
         first = story.step_of(q.key, q.expected)
         curve = np.full(story.T, np.nan)
         for t in range(first, story.T):
@@ -209,9 +219,11 @@ def held_over_time(run: Run, story: Story) -> dict[str, np.ndarray]:
 
 
 def hybrid_needle(story: Story, kda_run: Run) -> dict[str, float]:
-    """The needle (topic A's first fact) read after the last token two ways: from the KDA state, and by softmax
-    attention over the cache of every key and value (the MLA layer's lookup), at the lab's sharp scale."""
-    needle = next(f for f in story.facts if f.topic == "A")
+    """The needle (topic A's first fact, or the story's first fact that no later token rewrites) read after the last
+    token two ways: from the KDA state, and by softmax attention over the cache of every key and value (the MLA
+    layer's lookup), at the lab's sharp scale."""
+    kept = topic_a_facts(story) or [f for f in story.facts if f.key != FILLER and _is_latest(story, f)]
+    needle = kept[0]
     k, v = story.inputs()
     scores = SHARP_SCALE * (k @ story.key(needle.key))  # one query against every cached key
     weights = np.exp(scores - scores.max())
@@ -223,14 +235,25 @@ def hybrid_needle(story: Story, kda_run: Run) -> dict[str, float]:
     )
 
 
+def _is_latest(story: Story, fact: Fact) -> bool:
+    """Whether ``fact`` is the last write of its key (its value is the one a query expects)."""
+    return [f.value for f in story.facts if f.key == fact.key][-1] == fact.value
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The claim of each stage page
 # ---------------------------------------------------------------------------------------------------------------
 
+# What a written story must add before a stage can test its claim on it (said instead of a number that means nothing)
+NEEDS_OVERWRITE = "add a second value for one key, e.g. `Dee = coffee` after `Dee = tea`"
+NEEDS_SWITCH = "add a topic switch `|` with a fact before it that no later token rewrites, e.g. `Ada = Paris, |`"
+NEEDS_LONG = "mark one fact long-lived with `*`, e.g. `*name = Kim` first"
+
 
 @dataclass(frozen=True)
 class StageClaim:
-    """What a stage page states first: the claim, the number that proves it, and whether it holds here."""
+    """What a stage page states first: the claim, the number that proves it, and whether it holds here — or, when the
+    story lacks the case the claim is about (``missing``), what to add to it instead of a number."""
 
     stage: str
     claim: str  # one sentence
@@ -240,6 +263,18 @@ class StageClaim:
     holds: bool
     verdict: str  # a sentence computed from the result: why it holds, or why it fails at this setting
     compare: str  # the same number for the mechanism before it, on the same story
+    missing: str = ""  # non-empty: this story cannot test the claim; the sentence says what to add
+
+    @property
+    def testable(self) -> bool:
+        return not self.missing
+
+
+def _untestable(stage_key: str, claim: str, label: str, story: Story, *needs: str) -> StageClaim:
+    """The claim on a story that lacks its case: no number, no verdict, what to add."""
+    lacks = "; and ".join(needs)
+    missing = f"To test it, {lacks}." + _capacity_note(story)
+    return StageClaim(stage_key, claim, label, math.nan, "—", False, missing, "", missing)
 
 
 def _pct(x: float) -> str:
@@ -259,24 +294,43 @@ def _mix(answer: np.ndarray, story: Story, n: int = 3) -> str:
 
 
 def _capacity_note(story: Story) -> str:
-    if story.keys_fit:
-        return ""
-    return (
-        f" The state is over capacity: the story's 7 keys share K = {story.K} channels, so they overlap and every "
-        "write disturbs the others."
-    )
+    """Over capacity — more keys than K rows, or values than V columns — the embeddings overlap: said with the claim."""
+    note = ""
+    if not story.keys_fit:
+        note += (
+            f" The state is over capacity: the story's {len(story.vocab_keys)} keys share K = {story.K} channels, so "
+            "they overlap and every write disturbs the others."
+        )
+    if not story.values_fit:
+        note += (
+            f" Its {len(story.vocab_values)} values share V = {story.V} columns, so they overlap too and a read is a "
+            "mix even when the key is clean."
+        )
+    return note
 
 
 FEATURE_MAP_NAMES = {"relu": "φ = relu", "elu1": "φ = elu + 1, the paper's"}
+LINEAR_CLAIM = (
+    "Linear attention keeps a fixed-size memory, but it can only add: an overwritten fact reads back as a blend."
+)
+DELTANET_CLAIM = (
+    "DeltaNet updates: it reads what the memory holds at a key and writes only the correction, so an overwritten fact "
+    "reads back as the new value."
+)
 
 
 def linear_claim(run: Run, story: Story, deltanet_run: Run, feature_map: str = STORY_FEATURE_MAP) -> StageClaim:
+    if story.overwrite is None:
+        return _untestable(
+            "linear_attention", LINEAR_CLAIM, "error of the answer after an overwrite", story, NEEDS_OVERWRITE
+        )
+    q = story.overwrite
     err = overwrite_error(run, story)
-    answer = read(run, story, OVERWRITE.key, story.T - 1)
+    answer = read(run, story, q.key, story.T - 1)
     holds = err > 0.3
     phi = FEATURE_MAP_NAMES.get(feature_map, f"φ = {feature_map}")
     verdict = (
-        f"Asked for {OVERWRITE.key} after it changed from {OVERWRITTEN_VALUE} to {OVERWRITE.expected}, linear "
+        f"Asked for {q.key} after it changed from {story.overwritten_value} to {q.expected}, linear "
         f"attention ({phi}) answers a blend, {_mix(answer, story)}: every write was added on top of the others, the "
         f"old value included."
         if holds
@@ -289,8 +343,8 @@ def linear_claim(run: Run, story: Story, deltanet_run: Run, feature_map: str = S
         )
     return StageClaim(
         "linear_attention",
-        "Linear attention keeps a fixed-size memory, but it can only add: an overwritten fact reads back as a blend.",
-        f"error of the answer for {OVERWRITE.key} after the overwrite",
+        LINEAR_CLAIM,
+        f"error of the answer for {q.key} after the overwrite",
         err,
         f"{err:.2f}",
         holds,
@@ -300,12 +354,15 @@ def linear_claim(run: Run, story: Story, deltanet_run: Run, feature_map: str = S
 
 
 def deltanet_claim(run: Run, story: Story, linear_run: Run, beta: float) -> StageClaim:
+    if story.overwrite is None:
+        return _untestable("deltanet", DELTANET_CLAIM, "error of the answer after an overwrite", story, NEEDS_OVERWRITE)
+    q = story.overwrite
     err = overwrite_error(run, story)
-    answer = read(run, story, OVERWRITE.key, story.T - 1)
+    answer = read(run, story, q.key, story.T - 1)
     holds = err < EXACT_TOL
     if holds:
         verdict = (
-            f"Before writing {OVERWRITE.key} → {OVERWRITE.expected}, DeltaNet read {OVERWRITTEN_VALUE} at the key and "
+            f"Before writing {q.key} → {q.expected}, DeltaNet read {story.overwritten_value} at the key and "
             f"wrote only the difference: the answer is now {_mix(answer, story)}."
         )
     elif beta < 1:
@@ -317,9 +374,8 @@ def deltanet_claim(run: Run, story: Story, linear_run: Run, beta: float) -> Stag
         verdict = f"The answer is {_mix(answer, story)} (error {err:.3f})."
     return StageClaim(
         "deltanet",
-        "DeltaNet updates: it reads what the memory holds at a key and writes only the correction, so an "
-        "overwritten fact reads back as the new value.",
-        f"error of the answer for {OVERWRITE.key} after the overwrite",
+        DELTANET_CLAIM,
+        f"error of the answer for {q.key} after the overwrite",
         err,
         f"{err:.3f}",
         holds,
@@ -329,13 +385,22 @@ def deltanet_claim(run: Run, story: Story, linear_run: Run, beta: float) -> Stag
     )
 
 
+def can_forget(story: Story) -> bool:
+    """Whether the story has a topic switch with a fact before it that no later token rewrites."""
+    return story.has_switch and bool(topic_a_facts(story))
+
+
 def _forget_verdict(before: float, after: float, forgot: bool, run: Run, story: Story) -> str:
     """Why topic A is (or is not) gone after the switch, read from the shares before and after it."""
     if forgot:
+        went = (
+            f"so the long-lived fact went too ({_pct(long_fact_held(run, story))} left)."
+            if story.long_lived
+            else "so it clears every fact alike."
+        )
         return (
             f"Topic A was held ({_pct(before)}) until the switch token closed the gate; after it, {_pct(after)} is "
-            f"left. The gate is one number for the head, so the long-lived fact went too "
-            f"({_pct(long_fact_held(run, story))} left)."
+            f"left. The gate is one number for the head, {went}"
         )
     if before < 1 - HELD_TOL and after <= HELD_TOL:
         return (
@@ -349,19 +414,35 @@ def _forget_verdict(before: float, after: float, forgot: bool, run: Run, story: 
     )
 
 
+MAMBA2_CLAIM = (
+    "Mamba-2 can forget: one gate per head decays the whole memory, so a topic switch clears what came before."
+)
+
+
 def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> StageClaim:
     """Mamba-2: the gate at the switch clears topic A (and, being one number, everything else). Gated DeltaNet: the
     same gate and the delta rule in one run — topic A forgotten *and* the overwritten fact edited (both numbers)."""
+    if stage_key == "mamba2" and not can_forget(story):
+        return _untestable(stage_key, MAMBA2_CLAIM, "share of topic A still held after the switch", story, NEEDS_SWITCH)
+    q = story.overwrite
+    gdn_claim = (
+        "Gated DeltaNet forgets and edits in one run: the gate clears the old topic at the switch, and the delta rule "
+        f"replaces {q.key if q else 'a key'}'s value with the new one."
+    )
+    if stage_key != "mamba2" and (q is None or not can_forget(story)):
+        needs = [n for n, lacks in ((NEEDS_SWITCH, not can_forget(story)), (NEEDS_OVERWRITE, q is None)) if lacks]
+        return _untestable(stage_key, gdn_claim, f"topic A left after {SWITCH} · the edited key's error", story, *needs)
     before, after = topic_a_held(run, story, after_switch=False), topic_a_held(run, story)
     kept = topic_a_held(ungated_run, story)
     forgot = after <= HELD_TOL and before - after >= 0.5  # held before the switch, gone after it
     verdict = _forget_verdict(before, after, forgot, run, story)
     if stage_key == "mamba2":
-        answer = read(run, story, OVERWRITE.key, story.T - 1)
-        verdict += f" Its writes still only add: {OVERWRITE.key}'s answer is {_mix(answer, story)}."
+        if q is not None:
+            answer = read(run, story, q.key, story.T - 1)
+            verdict += f" Its writes still only add: {q.key}'s answer is {_mix(answer, story)}."
         return StageClaim(
             stage_key,
-            "Mamba-2 can forget: one gate per head decays the whole memory, so a topic switch clears what came before.",
+            MAMBA2_CLAIM,
             "share of topic A still held after the switch",
             after,
             _pct(after),
@@ -373,17 +454,16 @@ def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> St
     edited = err < EXACT_TOL
     if edited:
         answer = _mix(run_answer(run, story), story)
-        verdict += f" In the same run the delta rule edited {OVERWRITE.key}: the answer is {answer}."
+        verdict += f" In the same run the delta rule edited {q.key}: the answer is {answer}."
     else:
         verdict += (
-            f" {OVERWRITE.key}'s answer is {_mix(run_answer(run, story), story)} (error {err:.3f}): the edit is not "
+            f" {q.key}'s answer is {_mix(run_answer(run, story), story)} (error {err:.3f}): the edit is not "
             "clean at these settings (β below 1, or a gate below 1 fading the new value too)."
         )
     return StageClaim(
         stage_key,
-        "Gated DeltaNet forgets and edits in one run: the gate clears the old topic at the switch, and the delta rule "
-        f"replaces {OVERWRITE.key}'s value with the new one.",
-        f"topic A left after {SWITCH} · {OVERWRITE.key}'s error",
+        gdn_claim,
+        f"topic A left after {SWITCH} · {q.key}'s error",
         after,
         f"{_pct(after)} · {err:.3f}",
         forgot and edited,
@@ -399,15 +479,27 @@ def overwrite_mix(run: Run, story: Story) -> str:
 
 def run_answer(run: Run, story: Story) -> np.ndarray:
     """The memory's answer for the overwritten key after the last token."""
-    return read(run, story, OVERWRITE.key, story.T - 1)
+    return read(run, story, _overwrite(story).key, story.T - 1)
+
+
+GLA_CLAIM = "GLA gives every key channel its own gate, so the memory can drop one topic and keep a long-lived fact."
+KDA_CLAIM = (
+    "KDA keeps a long-lived fact in its slow channel while the fast channels turn over, and still edits with the delta "
+    "rule."
+)
 
 
 def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> StageClaim:
     """GLA and KDA: per-channel gates clear topic A's channels and keep the long-lived fact's."""
+    claim = GLA_CLAIM if stage_key == "gla" else KDA_CLAIM
+    if not story.long_lived or not can_forget(story):
+        lacks = ((NEEDS_LONG, not story.long_lived), (NEEDS_SWITCH, not can_forget(story)))
+        needs = [need for need, lacking in lacks if lacking]
+        return _untestable(stage_key, claim, "share of the long-lived fact still held at the end", story, *needs)
     long_held, a_after = long_fact_held(run, story), topic_a_held(run, story)
     scalar_long = long_fact_held(scalar_run, story)
     holds = long_held >= 1 - HELD_TOL and a_after <= HELD_TOL
-    q = QUERIES[0]
+    q = story.long_lived[0]
     if holds:
         verdict = (
             f"At the switch, topic A's channels closed ({_pct(a_after)} of topic A left) while the channel of "
@@ -418,18 +510,16 @@ def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> St
             f"Here the long-lived fact keeps {_pct(long_held)} and topic A {_pct(a_after)}: per-channel gates only "
             "separate them when the slow channel stays near 1 and the others close at the switch."
         )
+    edited = story.overwrite
     if stage_key == "gla":
-        answer = read(run, story, OVERWRITE.key, story.T - 1)
-        verdict += f" GLA's writes still only add: {OVERWRITE.key}'s answer is {_mix(answer, story)}."
-        claim = "GLA gives every key channel its own gate, so the memory can drop one topic and keep a long-lived fact."
+        if edited is not None:
+            answer = read(run, story, edited.key, story.T - 1)
+            verdict += f" GLA's writes still only add: {edited.key}'s answer is {_mix(answer, story)}."
         prev = "Mamba-2 (one gate)"
     else:
-        err = overwrite_error(run, story)
-        verdict += f" The delta rule edits as before: {OVERWRITE.key}'s answer has error {err:.3f}."
-        claim = (
-            "KDA keeps a long-lived fact in its slow channel while the fast channels turn over, and still edits "
-            "with the delta rule."
-        )
+        if edited is not None:
+            err = overwrite_error(run, story)
+            verdict += f" The delta rule edits as before: {edited.key}'s answer has error {err:.3f}."
         prev = "Gated DeltaNet (one gate)"
     return StageClaim(
         stage_key,
@@ -443,12 +533,21 @@ def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> St
     )
 
 
-def hybrid_claim(needle: dict[str, float]) -> StageClaim:
+def hybrid_claim(needle: dict[str, float], story: Story | None = None) -> StageClaim:
+    """The needle's two errors (:func:`hybrid_needle`) on ``story`` (default: the scripted story's 7 keys)."""
+    n_keys = 7 if story is None else len(story.vocab_keys)
     holds = needle["softmax"] < 0.1 < needle["kda"]
     verdict = (
-        f"With {HYBRID_STATE_K} key channels for 7 keys, KDA's state blurs {needle['needle']} (error "
+        f"With {HYBRID_STATE_K} key channels for {n_keys} keys, KDA's state blurs {needle['needle']} (error "
         f"{needle['kda']:.2f}); the softmax layer looks it up in its cache (error {needle['softmax']:.3f})."
     )
+    if not holds:
+        verdict += " At these settings the difference is small."
+        if story is not None and story.keys_fit:
+            verdict += (
+                f" Your story's {n_keys} keys (the filler's included) fit the state's {HYBRID_STATE_K} rows, so "
+                "nothing blurs: write more distinct keys than that."
+            )
     return StageClaim(
         "hybrid",
         "The hybrid keeps a few softmax layers because a fixed state blurs details that a cache finds exactly.",
@@ -456,7 +555,7 @@ def hybrid_claim(needle: dict[str, float]) -> StageClaim:
         needle["softmax"],
         f"{needle['softmax']:.3f}",
         holds,
-        verdict if holds else verdict + " At these settings the difference is small.",
+        verdict,
         f"KDA state alone: {needle['kda']:.2f}",
     )
 
@@ -834,7 +933,7 @@ def step_sentences(run: Run, story: Story) -> list[str]:
             kept = f"α = {lo:.2f}" if hi - lo < 1e-6 else f"α from {lo:.2f} to {hi:.2f}"
             s += f" — the gate keeps {kept}"
         shown = []
-        for q, c in zip(QUERIES, curves.values(), strict=True):
+        for q, c in zip(story.queries, curves.values(), strict=True):
             if np.isfinite(c[t]):
                 answer = read(run, story, q.key, t)
                 blended = is_blend(answer, story, q.expected)

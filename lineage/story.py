@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from lineage import _checks as checks
-from lineage.story_text import FILLER, FILLER_VALUE, SWITCH, WrittenStory  # the filler's key and value; the switch
+from lineage.story_text import FILLER, FILLER_VALUE, SWITCH, Ask, Token, WrittenStory, parse_story
 
 EMBED_SEED = 20190214  # fixed: the story's random embeddings (over capacity) are the same on every machine
 
@@ -271,6 +271,25 @@ def _written_story(written: WrittenStory, K: int, V: int) -> Story:
     key_emb, keys_fit = embeddings(len(vocab_keys), K, salt=0)
     value_emb, values_fit = embeddings(len(vocab_values), V, salt=1)
     return Story(facts, K, V, key_emb, value_emb, keys_fit, values_fit, vocab_keys, vocab_values, queries, True)
+
+
+def story_for(T: int, K: int = len(KEYS), V: int = len(VALUES), written: str = "") -> Story:
+    """The story a stage page runs: the scripted one stretched to T, or — ``written``, a story in its link form
+    (:func:`lineage.story_text.story_link`), already read without a problem — that story at its own length."""
+    if not written:
+        return make_story(T, K, V)
+    parsed, problems = parse_story(written, max_tokens=len(written))  # never more tokens than characters
+    if parsed is None:
+        raise ValueError(f"the written story cannot be read: {problems[0].why}")
+    return make_story(K=K, V=V, written=parsed)
+
+
+def scripted_text(T: int = len(_CORE)) -> str:
+    """The scripted story at T tokens written out in the story syntax (its queries included): what the story form
+    shows first. Read back (:func:`lineage.story_text.parse_story`) it runs exactly as the scripted story."""
+    story = make_story(T)
+    tokens = tuple(Token(f.key, f.value, f.topic) for f in story.facts)
+    return WrittenStory(tokens, tuple(Ask(q.key, q.expected, q.topic, q.why) for q in story.queries)).text()
 
 
 def default_story() -> Story:

@@ -202,6 +202,17 @@ def _ask(tokens: list[Token], key: str) -> Ask:
     return Ask(key, last.value, last.topic, why)
 
 
+def cut_story(story: WrittenStory, max_tokens: int) -> WrittenStory | None:
+    """The story's first ``max_tokens`` tokens (a link's story cut to a page's cap), with the queries whose keys they
+    still write; None when no fact is left."""
+    tokens = story.tokens[:max_tokens]
+    written = {t.key for t in tokens if t.key != FILLER}
+    asked = [a.key for a in story.asks if a.key in written]
+    text = "\n".join(_token_text(t) for t in tokens) + "".join(f"\n? {key}" for key in asked)
+    cut, _ = parse_story(text, max_tokens=max_tokens)
+    return cut
+
+
 def story_link(story: WrittenStory) -> str:
     """The story as a link's value: its tokens in the same syntax, joined by commas; the queries too when they are
     not the default (every key, in the order first written)."""

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lineage.story import make_story
+from lineage.story import make_story, scripted_text
 from lineage.story_text import FILLER, MAX_NAME, MAX_TEXT, parse_story, story_link
 
 CAP = 64
@@ -123,24 +123,12 @@ def test_any_text_is_a_story_or_problems_never_an_exception(text):
 # ---- the written story as the stages run it (lineage.story.make_story) ------------------------------------------
 
 
-def scripted_as_text(story) -> str:
-    """The scripted story written out in the syntax, its queries included."""
-
-    def line(f) -> str:
-        if f.topic == "switch":
-            return "|"
-        return "..." if f.key == FILLER else f"{'*' * (f.topic == 'long')}{f.key} = {f.value}"
-
-    lines = [line(f) for f in story.facts]
-    return "\n".join(lines + [f"? {q.key}" for q in story.queries])
-
-
 @pytest.mark.parametrize("T", [make_story().T, 32])
 def test_the_scripted_story_written_out_runs_exactly_as_the_scripted_one(T):
     """Same tokens, same vocabulary in the same order, so the same embeddings, gates and inputs: every stage's run and
     claim on it is the default's."""
     scripted = make_story(T, 8, 8)
-    written = make_story(K=8, V=8, written=parsed(scripted_as_text(scripted)))
+    written = make_story(K=8, V=8, written=parsed(scripted_text(T)))  # what the story form shows
     assert written.facts == scripted.facts and written.T == T
     assert written.vocab_keys == scripted.vocab_keys and written.vocab_values == scripted.vocab_values
     assert [(q.key, q.expected) for q in written.queries] == [(q.key, q.expected) for q in scripted.queries]

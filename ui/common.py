@@ -12,6 +12,7 @@ from ui import limits, links
 from ui.caps import Caps, Cost
 from ui.caps import caps as device_caps
 from ui.classroom import controls_row, presenter_toggle, prose
+from ui.story import story_from_link, story_to_link
 
 SEED_KEY = "seed"
 SEED_LABEL = "Seed (shared by all pages)"  # the sidebar's seed input
@@ -23,7 +24,9 @@ SEED_RANGE = (0, 2**31 - 1)  # what torch.Generator.manual_seed takes, and fits 
 def seed_from_link() -> None:
     """Before the page runs: on the session's first run the link's ``seed`` (parsed here, an integer in SEED_RANGE)
     becomes the shared seed, or the default with a notice naming the bad value; later the control's own value holds.
-    The control itself is drawn after the page (:func:`sidebar_controls`)."""
+    The control itself is drawn after the page (:func:`sidebar_controls`). The link's written story is read here too,
+    beside the seed (``ui.story.story_from_link``)."""
+    story_from_link()
     if SEED_KEY not in st.session_state:  # the session's first run: the link decides
         given = st.query_params.get(SEED_KEY)
         value, problem = links.whole_number(given, *SEED_RANGE) if given is not None else (DEFAULT_SEED, None)
@@ -180,6 +183,7 @@ def sidebar_controls() -> None:
         st.caption(device_label())
         seed_control()
         presenter_toggle()
+    story_to_link()  # the written story every stage page runs, kept in the URL on every page like the seed
 
 
 def stop_page() -> None:
@@ -207,15 +211,27 @@ def caps() -> Caps:
     return device_caps()
 
 
-def size_controls(prefix: str, *, T: int = 32, K: int = 8, V: int = 8) -> tuple[int, int, int]:
+def size_controls(prefix: str, *, T: int = 32, K: int = 8, V: int = 8, written=None) -> tuple[int, int, int]:
     """Sequence length and head dims of a stage page, with their caps shown beside them. T starts at the story's
-    length (its facts, switch and overwrite), so every T the slider offers can tell the story."""
+    length (its facts, switch and overwrite), so every T the slider offers can tell the story. ``written``: a story
+    a visitor wrote (``ui.story.story_input``), which runs at its own length: T is its length, and the page says so."""
     cap = caps()
     a, b, c = controls_row(3, caps=[cap_note("T", cap.T), cap_note("K", cap.state_dim), cap_note("V", cap.state_dim)])
     T = capped_slider(a, "Sequence length T", story.MIN_T, cap.T, T, key=f"{prefix}_T", name="T")
+    if written is not None:
+        T = len(written.tokens)
+        a.caption(written_length_note(T))
     K = capped_slider(b, "Key dim K (rows of the state)", 2, cap.state_dim, K, key=f"{prefix}_K", name="K")
     V = capped_slider(c, "Value dim V (columns of the state)", 2, cap.state_dim, V, key=f"{prefix}_V", name="V")
     return T, K, V
+
+
+def written_length_note(T: int) -> str:
+    """Beside a T slider while a written story runs."""
+    return (
+        f"Your story runs at its own length, T = {T:,} tokens: the slider applies to the default story and to random "
+        "inputs."
+    )
 
 
 def capped_slider(

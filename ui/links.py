@@ -27,9 +27,10 @@ CARRIED_KEY = "_link_carried"  # what a run that ended early hands to the next (
 JUDGED_KEY = "_link_judged"  # names of the app's own session state a link carried, already reported this session
 OVERSIZED_KEY = "_link_oversized"  # the message for a link past Streamlit's limits, said on the next run
 SIZE_CHECKED_KEY = "_link_size_checked"
-# Not reported: the seed is checked by ui.common (seed_from_link); embed and embed_options are Streamlit's own, which it
-# acts on itself (they hide the app's chrome when it is embedded) and which no widget can be bound to.
-NOT_CONTROLS = frozenset({"seed", "embed", "embed_options"})
+# Not reported: the seed is checked by ui.common (seed_from_link) and the story by ui.story (story_from_link); embed and
+# embed_options are Streamlit's own, which it acts on itself (they hide the app's chrome when it is embedded) and which
+# no widget can be bound to.
+NOT_CONTROLS = frozenset({"seed", "story", "embed", "embed_options"})
 MAX_MESSAGES = 12  # link notices shown at the top of a page; the rest are counted in one more line
 SHOWN_CHARS = 40  # of a value quoted back to the visitor (quote)
 
