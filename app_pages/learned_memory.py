@@ -13,7 +13,7 @@ from lineage.device import device_info
 from lineage.lm import CONTROLS, MIXERS, LMConfig, learned_layers
 from lineage.tasks import TASK_TITLES, TASKS, TaskConfig, make_batch
 from lineage.train import LIVE_MIXERS, LIVE_MODEL, LIVE_TASK, LIVE_TRAINING, TrainConfig, TrainResult
-from ui import limits
+from ui import limits, links
 from ui.classroom import chart, controls_row, prose
 from ui.common import BUSY_TEXT, device_label, run_or_stop, seed, stop_page, what_to_notice
 from ui.common import caps as common_caps
@@ -239,7 +239,24 @@ else:
         "makes one."
     )
 
+TRAINED_KEY = "_learned_memory_trained"  # session state: the models this session trained
+
 st.subheader("Train here")
+# These controls choose what this session trains and opens, so a link cannot set them (an integer input bound to the
+# URL would also meet Streamlit 1.67's overflow on ?…=inf): a link value for one is reported as not used.
+links.not_linked(
+    "learned_memory_task",
+    "learned_memory_mixers",
+    "learned_memory_steps",
+    "learned_memory_seconds",
+    "learned_memory_pairs_n",
+    "learned_memory_T",
+    "learned_memory_front",
+    "learned_memory_point",
+    "learned_memory_open",
+    "learned_memory_layer",
+    "learned_memory_head",
+)
 a, b, c, d = controls_row([2, 3, 1, 1])
 task_key = a.selectbox("Task", TASKS, format_func=TASK_TITLES.get, key="learned_memory_task")
 chosen = b.multiselect(
@@ -277,7 +294,7 @@ if not chosen:
     problems.append("no mechanism chosen")
 
 model_cfg = LIVE_MODEL
-trained: dict = st.session_state.setdefault("learned_memory_trained", {})
+trained: dict = st.session_state.setdefault(TRAINED_KEY, {})
 if pressed and problems:
     st.error("Not trained: " + "; ".join(problems) + ".")
 elif pressed:

@@ -358,7 +358,9 @@ with overview:
 # ---- the claim, on the first screen --------------------------------------------------------------------------
 
 with claim_slot:
-    if r1 is not None and r5 is not None and {"deltanet", "linear_attention", "kda", lab.HYBRID} <= set(r1.mechanisms):
+    ran = set(r1.mechanisms) if r1 is not None else set()
+    # the sentence names these: the delta rule, addition, a fixed KDA state and the hybrid
+    if r5 is not None and lab.HYBRID in ran and "kda" in ran and "deltanet" in ran and "linear_attention" in ran:
         st.markdown(
             "**The same stream, every mechanism: the delta rule updates a fact that addition can only blur, and the "
             "hybrid's softmax cache finds the needle a fixed KDA state has lost.**"

@@ -20,31 +20,33 @@ Layers: :mod:`lineage.recurrence` (the one recurrence, three forms) → one modu
 :mod:`lineage.kv_cache`, its IO and FLOP accounting :mod:`lineage.io_cost`.
 """
 
-from lineage.deltanet import deltanet
-from lineage.device import device_info, get_device
-from lineage.gated_deltanet import gated_deltanet
-from lineage.gla import gla
-from lineage.kda import kda
-from lineage.kv_cache import KVCache
-from lineage.linear_attention import linear_attention
-from lineage.mamba2 import mamba2, mamba2_ssd
-from lineage.recurrence import MemoryTrace, chunk_memory, parallel_memory, recurrent_memory
-from lineage.softmax import softmax_attention
+import importlib
 
-__all__ = [
-    "KVCache",
-    "MemoryTrace",
-    "chunk_memory",
-    "deltanet",
-    "device_info",
-    "gated_deltanet",
-    "get_device",
-    "gla",
-    "kda",
-    "linear_attention",
-    "mamba2",
-    "mamba2_ssd",
-    "parallel_memory",
-    "recurrent_memory",
-    "softmax_attention",
-]
+# The public ops, imported on first use (PEP 562): ``import lineage`` and ``python -m lineage --help`` do not wait for
+# torch, and ``lineage.kda(...)`` works as before.
+_EXPORTS = {  # module -> the names it gives the package
+    "lineage.recurrence": ("MemoryTrace", "chunk_memory", "parallel_memory", "recurrent_memory"),
+    "lineage.device": ("device_info", "get_device"),
+    "lineage.kv_cache": ("KVCache",),
+    "lineage.softmax": ("softmax_attention",),
+    "lineage.linear_attention": ("linear_attention",),
+    "lineage.deltanet": ("deltanet",),
+    "lineage.mamba2": ("mamba2", "mamba2_ssd"),
+    "lineage.gla": ("gla",),
+    "lineage.gated_deltanet": ("gated_deltanet",),
+    "lineage.kda": ("kda",),
+}
+_PUBLIC = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value  # once: later look-ups find it directly
+        return value
+    raise AttributeError(f"module 'lineage' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_PUBLIC})

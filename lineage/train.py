@@ -22,6 +22,7 @@ import torch
 from lineage import _checks as checks
 from lineage.device import device_info, get_device
 from lineage.lm import LM, LMConfig, forms, loss_and_accuracy
+from lineage.mechanisms import linear_mechanisms
 from lineage.tasks import IGNORE, TaskConfig, make_batch
 from lineage.timing import Timed, interleaved_medians
 
@@ -197,7 +198,8 @@ def train(
 LIVE_TASK = TaskConfig("mqar", vocab_size=64, seq_len=16, n_pairs=2)
 LIVE_MODEL = LMConfig(vocab_size=64, max_len=64, d_model=64, n_layers=2, n_heads=4)
 LIVE_TRAINING = TrainConfig(lr=3e-3, batch_size=64, max_steps=400, max_seconds=45.0, target_accuracy=0.9)
-LIVE_MIXERS = ("softmax", "linear_attention", "deltanet")  # the lineage's first three: softmax, additive, delta rule
+# the lineage's first three: softmax, then the first two linear memories of the table (additive, then the delta rule)
+LIVE_MIXERS = ("softmax", *tuple(m.key for m in linear_mechanisms())[:2])
 
 
 @dataclass(frozen=True)

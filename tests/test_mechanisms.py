@@ -164,7 +164,14 @@ def test_an_eighth_entry_appears_in_verify_bench_stages_layers_and_lab_with_no_o
     with mechanisms.registered(TOY):
         checks = [c for c in verify.run_verify() if c.mechanism == TOY.key]
         assert {c.case for c in checks} == set(verify.CASES), "a gated mechanism is checked in every gate case"
-        assert {c.mode for c in checks} == {"recurrent", "chunk C=16", "chunk C=7", "parallel"}
+        assert {c.mode for c in checks} == {
+            "recurrent",
+            "chunk C=16",
+            "chunk C=7",
+            "parallel",
+            "minimal C=16",
+            "minimal C=7",
+        }
         assert all(c.ok for c in checks), [c for c in checks if not c.ok]
         plan = bench.sweep_plan(bench.BenchConfig(T=64, K=8, V=8))
         assert [d is None for m, d in plan if m.key == TOY.key] == [False] * len(bench.gate_draws(bench.BenchConfig()))

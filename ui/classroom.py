@@ -266,7 +266,7 @@ def step_control(page: str, n_steps: int, *, label: str = "Step t") -> int:
     step, _ = whole_number(st.query_params.get(key, last), 0, last)
     # in session state under the URL's name, as a control's value is: ui.links judges a link's value against it
     st.session_state[key] = last if step is None else step
-    player.step_buttons(key, label=label, key=f"{key}_buttons")
+    player.step_buttons(key, label=label, key=f"_{key}_buttons")  # the app's own state: "_" (ui.links)
     return st.session_state[key]
 
 

@@ -360,7 +360,9 @@ def people_formats(df: pd.DataFrame) -> dict[str, object]:
         if values.dtype == bool or pd.api.types.is_integer_dtype(values):
             out[column] = people_number
         elif pd.api.types.is_float_dtype(values):
-            big = len(values) > 0 and float(np.nanmax(np.abs(values.to_numpy(dtype=float)))) >= 1000
+            magnitudes = np.abs(values.to_numpy(dtype=float))
+            magnitudes = magnitudes[np.isfinite(magnitudes)]  # a column of no result yet (NaN) has no size
+            big = magnitudes.size > 0 and float(magnitudes.max()) >= 1000
             out[column] = partial(people_number, decimals=0 if big else 2)
     return out
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -241,8 +242,10 @@ def test_controls_at_their_extremes_and_random_combinations(entry):
             if c.kind in ("checkbox", "toggle"):
                 widget(at, c).set_value(flag)
         run(at, f"{page}, every control at its {name}")
-        # a control offers only values its page can run (the T sliders of GPT-2 and the KV cache once started at 2)
-        assert not stopped_early(at), f"{page} at every control's {name}: {[e.value for e in at.error]}"
+        # a control offers only values its page can run (the T sliders of GPT-2 and the KV cache once started at 2);
+        # at every maximum at once a run may be over its budget, which the page refuses with a message (ui.caps)
+        if name == "minimum":
+            assert not stopped_early(at), f"{page} at every control's minimum: {[e.value for e in at.error]}"
     click_buttons(at, f"{page} at its maxima")
     # one step past the bounds, as a forged browser message could send: ignored, the controls stay in bounds
     for name, bound, sign in (("below its minimum", "lo", -1), ("above its maximum", "hi", 1)):
@@ -294,9 +297,18 @@ def test_deep_links_with_random_and_invalid_query_parameters(entry):
             continue  # a choice not bound to the URL ignores links, and keeps them there: ui.links cannot tell (report)
         clamped = c.numeric and shown.get(key) in (c.lo, c.hi) and shown.get(key) != c.value
         assert shown.get(key) == c.value or clamped, f"{page}: {key}={params[key][:20]!r} was taken: {shown.get(key)}"
-        assert mentions(said, key), f"{page}: {key}={params[key][:20]!r} was dropped silently; the page said {said}"
-    for key in ("seed",) if stopped else ("x", "y", "z" * 300, "seed"):
-        assert mentions(said, key), f"{page}: the link's {key[:20]} was dropped silently; the page said {said}"
+    judged = [key for key, c in found.items() if not ((key not in shown and stopped) or key in SHELL_CONTROLS)]
+    judged = [key for key in judged if not (found[key].kind in CHOICE_KINDS and still_in_url(at, key, params[key]))]
+    judged += ["seed"] if stopped else ["x", "y", "z" * 300, "seed"]
+    unsaid = [key[:20] for key in dict.fromkeys(judged) if not mentions(said, key)]
+    # past ui.links.MAX_MESSAGES notices the rest are counted in one line: each value is said, or counted there
+    assert len(unsaid) <= more_counted(said), f"{page}: dropped silently: {unsaid}; the page said {said}"
+
+
+def more_counted(said: list[str]) -> int:
+    """How many unused values the page counted without listing them (ui.links.report's last line)."""
+    counts = [re.match(r"… and ([\d,]+) more", text) for text in said]
+    return sum(int(m.group(1).replace(",", "")) for m in counts if m)
 
 
 # The app shell's own controls take their link values on the session's first run, which open_link spends on the home

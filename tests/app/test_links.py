@@ -120,8 +120,7 @@ NOT_VISITOR_TEXT = {
     ("ui/common.py", "obj.__module__"): "the module of the code shown (show_code)",
     ("ui/common.py", "obj.__qualname__"): "the name of the code shown (show_code)",
     ("ui/story.py", "excerpt.where"): "a source file of lineage, named by the app",
-    ("app_pages/learned_memory.py", "data['command']"): "the command recorded in a data file of the repository",
-    ("app_pages/learned_memory.py", "longer['command']"): "the command recorded in a data file of the repository",
+    ("app_pages/learned_memory.py", "c"): "a command recorded in the repository's sweep file",
 }
 VISITOR_NAMES = {"given", "typed", "raw", "key", "value"}  # what the link and input code call a visitor's text
 MESSAGE_CALLS = {"notice", "warning", "error", "info", "success", "toast", "caption", "markdown", "write", "append"}

@@ -107,7 +107,7 @@ def test_the_defaults_are_the_measured_live_setting_and_the_front_end_can_be_tak
     assert at.selectbox(key="learned_memory_front").value == "conv"
     at.selectbox(key="learned_memory_front").set_value("none")
     at = tiny(at, mixers=["softmax", "deltanet"], steps=2)
-    models = at.session_state["learned_memory_trained"]["models"]
+    models = at.session_state["_learned_memory_trained"]["models"]
     assert set(models) == {"softmax", "deltanet"}
     assert not any(name.endswith("convs") for model in models.values() for name, _ in model.named_modules())
     said = next(m.value for m in at.markdown if m.value.startswith("Softmax"))
@@ -153,7 +153,7 @@ def test_the_stack_note_states_the_stacks_the_page_trains_with():
     at = run_page("learned_memory", seed=0)
     at.selectbox(key="learned_memory_task").set_value("stack")
     at = tiny(at, mixers=["softmax"], steps=1)
-    trained_task = at.session_state["learned_memory_trained"]["task"]
+    trained_task = at.session_state["_learned_memory_trained"]["task"]
     assert trained_task.task == "stack"
     note = next(c.value for c in at.caption if c.value.startswith("Stack as the Kimi Linear report"))
     assert f"{trained_task.n_stacks} stacks here against its 64" in note
