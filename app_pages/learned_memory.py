@@ -89,6 +89,11 @@ def sweep_lines(rows: list[findings.Summary], x_of) -> tuple[dict, dict, dict]:
 # --- the page -------------------------------------------------------------------------------------------------------
 
 st.title("Learned memory")
+# The page's point first, computed from the recorded sweep (lineage.findings.headline)
+recorded_results = record(RECORD.stat().st_mtime) if RECORD.exists() else []
+if point := findings.headline(findings.summarise(r["result"] for r in recorded_results), plots.mixer_title):
+    st.markdown(f"**{point.claim}**")
+    st.metric(point.label, point.shown)
 prose(
     """
 Every other page sets the gates and β by hand. Here small language models learn them. Each model is the same
@@ -123,14 +128,19 @@ def recorded_section(results: list[dict]) -> None:
         plots.accuracy_sweep(
             points,
             x_title="key–value pairs",
-            title=f"MQAR at {T} tokens, width {findings.main_width(summaries)}: best learning rate, mean of the seeds "
-            "(bars: lowest to highest seed); dotted: without the convolution",
+            title=f"MQAR at {T} tokens, width {findings.main_width(summaries)}",
             chance=TaskConfig(**first.task).chance,
             spread=spread,
             names=names,
+            dodge=0.06,
         ),
         key="learned_memory_pairs",
         alt="Held-out accuracy against the number of key-value pairs for each mechanism, from the recorded sweep.",
+    )
+    st.caption(
+        "Each point: the best learning rate, the mean of its seeds (bars: lowest to highest seed); dotted: without the "
+        "convolution; the lines are drawn a little apart along x so that equal points stay visible (hover for the "
+        "true values); the dotted line along the foot: chance."
     )
     st.caption(findings.memory_caption(summaries, title))
     for line in findings.solved_sentences(summaries, title):

@@ -236,6 +236,66 @@ def front_end_sentences(summaries: Sequence[Summary], title) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Headline:
+    """The page's first claim: a sentence, the number that proves it, and what the number is."""
+
+    claim: str
+    label: str
+    shown: str
+
+
+def headline(summaries: Sequence[Summary], title) -> Headline | None:
+    """The record's point in one sentence and one number: the front end's effect where the record has an ablation
+    (the largest drop from a mechanism with the convolution to the same mechanism without it), else who learned
+    most. None for a record with neither."""
+    conv = {(x.setting.mixer, x.setting.n_pairs, x.setting.seq_len, x.setting.width): x for x in summaries
+            if x.setting.front_end == "conv"}  # fmt: skip
+    pairs = [
+        (conv[k], x)
+        for x in summaries
+        if x.setting.front_end == "none"
+        and (k := (x.setting.mixer, x.setting.n_pairs, x.setting.seq_len, x.setting.width)) in conv
+    ]
+    if pairs:
+        with_conv, without = max(pairs, key=lambda p: p[0].mean - p[1].mean)
+        s = without.setting
+        dropped = [(c, w) for c, w in pairs if c.mean - w.mean > TIE]
+
+        def names(xs: list[str]) -> str:
+            return xs[0] if len(xs) == 1 else f"{', '.join(xs[:-1])} and {xs[-1]}"
+
+        if not dropped:
+            return Headline(
+                f"With or without the short convolution on q, k and v, {title(s.mixer)} learned MQAR alike here "
+                f"({s.n_pairs} pairs, {s.seq_len} tokens, width {s.width}, the recorded sweep).",
+                f"{title(s.mixer)} with → without the convolution",
+                f"{with_conv.mean:.1%} → {without.mean:.1%}",
+            )
+        with_it = names([f"{title(c.setting.mixer)} {c.mean:.1%}" for c, _ in dropped])
+        without_it = names([f"{title(w.setting.mixer)} {w.mean:.1%}" for _, w in dropped])
+        claim = (
+            f"The front end decides this task: with the same short convolution on q, k and v, {with_it}; "
+            f"without it, {without_it}, near the 1/{s.n_pairs} of answering with one of the values at random "
+            f"(MQAR, {s.n_pairs} pairs, {s.seq_len} tokens, width {s.width}, the recorded sweep)."
+        )
+        return Headline(
+            claim,
+            f"{title(s.mixer)} with → without the convolution",
+            f"{with_conv.mean:.1%} → {without.mean:.1%}",
+        )
+    ranked = sorted(summaries, key=lambda x: -x.mean)
+    if not ranked:
+        return None
+    top = ranked[0]
+    s = top.setting
+    return Headline(
+        f"In the recorded sweep, {label(s, title)} learned most on MQAR at {s.n_pairs} pairs.",
+        f"{label(s, title)}, {s.n_pairs} pairs",
+        f"{top.mean:.0%}",
+    )
+
+
 def plateau_sentence(summaries: Sequence[Summary], title) -> str:
     """Settings that ended on the "one of the values" plateau (accuracy near 1/pairs, short of the target)."""
     near = [x for x in summaries if not x.solved and abs(x.mean - 1 / x.setting.n_pairs) < PLATEAU]

@@ -149,3 +149,27 @@ def test_the_solved_sentence_lists_where_every_seed_reached_the_target_and_the_e
     assert "8 pairs: 85.0% (seeds 70.5%–99.5%)" in line and "1 of 2 seed(s) hit the 500-step budget" in line
     (line,) = findings.solved_sentences(findings.summarise(runs[2:]), title)
     assert line.startswith("**deltanet** did not reach the target on every seed at any recorded size")
+
+
+def test_the_headline_is_the_largest_front_end_drop_with_its_numbers():
+    runs = [
+        fake("softmax", 0.995), fake("softmax", 0.28, front_end="none"),
+        fake("deltanet", 0.99), fake("deltanet", 0.60, front_end="none"),
+        fake("linear_attention", 0.80),
+    ]  # fmt: skip
+    h = findings.headline(findings.summarise(runs), title)
+    assert h.label == "softmax with → without the convolution" and h.shown == "99.5% → 28.0%"
+    assert "softmax 99.5% and deltanet 99.0%" in h.claim and "softmax 28.0% and deltanet 60.0%" in h.claim
+    assert "1/4" in h.claim and "linear_attention" not in h.claim  # no ablation for it: not named
+
+
+def test_without_an_ablation_the_headline_names_who_learned_most_and_none_for_an_empty_record():
+    h = findings.headline(findings.summarise([fake("kda", 0.9), fake("gla", 0.5)]), title)
+    assert h.shown == "90%" and "kda learned most" in h.claim
+    assert findings.headline([], title) is None
+
+
+def test_an_ablation_that_changes_nothing_is_not_called_a_drop():
+    runs = [fake("softmax", 0.99), fake("softmax", 0.985, front_end="none")]
+    h = findings.headline(findings.summarise(runs), title)
+    assert h.shown == "99.0% → 98.5%" and "without it, softmax" not in h.claim

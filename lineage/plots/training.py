@@ -93,27 +93,33 @@ def accuracy_sweep(
     names: Mapping[str, str] | None = None,
     log_x: bool = False,
     height: int = 420,
+    dodge: float = 0.0,
 ) -> go.Figure:
     """Final held-out accuracy against a task size (pairs, sequence length) or a state size, one line per line key:
     ``points`` key -> (sizes, accuracies) from the recorded run. A key is a mixer, or ``"mixer/variant"`` (drawn in
     the mixer's colour, dotted, named by ``names``). ``spread`` key -> (lowest, highest) accuracy over the seeds at
-    each size, drawn as error bars; ``live`` adds the points re-run here as open markers."""
+    each size, drawn as error bars; ``live`` adds the points re-run here as open markers. ``dodge``: lines are drawn
+    this far apart along x (a fraction of a decade on a log axis), so points at the same size and accuracy do not hide
+    one another; the hover gives the true size."""
     data = []
-    for key, (x, acc) in points.items():
+    for i, (key, (x, acc)) in enumerate(points.items()):
         mixer, _, variant = key.partition("/")
         line, marker = _style(mixer)
         name = (names or {}).get(key, mixer_title(mixer))
         y = np.asarray(acc, dtype=float)
+        sizes = np.asarray(x, dtype=float)
+        shift = (i - (len(points) - 1) / 2) * dodge
         trace = dict(
             type="scatter",
-            x=np.asarray(x, dtype=float),
+            x=sizes * 10**shift if log_x else sizes + shift,
+            customdata=sizes,
             y=y,
             name=f"{name} (recorded)",
             legendgroup=key,
             mode="lines+markers",
             line=line | (dict(dash="dot", width=2.0) if variant else {}),
             marker=marker | dict(size=9),
-            hovertemplate=f"{name}, recorded<br>{x_title} %{{x}}: %{{y:.1%}}<extra></extra>",
+            hovertemplate=f"{name}, recorded<br>{x_title} %{{customdata:g}}: %{{y:.1%}}<extra></extra>",
         )
         if spread and key in spread:
             low, high = (np.asarray(v, dtype=float) for v in spread[key])

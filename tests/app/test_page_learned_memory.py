@@ -54,7 +54,9 @@ def test_the_pairs_chart_is_the_record_at_each_settings_best_learning_rate_with_
             key=lambda x: x.setting.n_pairs,
         )
         assert xs, trace["name"]
-        assert np.allclose(trace["x"], [x.setting.n_pairs for x in xs])
+        sizes = [x.setting.n_pairs for x in xs]
+        assert np.allclose(trace["customdata"], sizes)  # the true size; drawn a little apart so none hides another
+        assert np.allclose(trace["x"], sizes, atol=0.2) and len({round(float(v), 6) for v in trace["x"]}) == len(xs)
         assert np.allclose(trace["y"], [x.mean for x in xs])
         assert np.allclose(np.asarray(trace["y"]) + np.asarray(trace["error_y"]["array"]), [x.high for x in xs])
         assert np.allclose(np.asarray(trace["y"]) - np.asarray(trace["error_y"]["arrayminus"]), [x.low for x in xs])
@@ -190,3 +192,10 @@ def test_a_recorded_point_re_runs_with_the_same_losses(monkeypatch):
     assert not at.exception and not at.error
     said = next(m.value for m in at.markdown if m.value.startswith("Re-run"))
     assert "The training losses of all 5 steps match the recorded ones." in said
+
+
+def test_the_page_opens_with_its_point_computed_from_the_record():
+    at = run_page("learned_memory", seed=0)
+    point = findings.headline(SUMMARIES, mixer_title)
+    assert point is not None and at.markdown[0].value == f"**{point.claim}**"
+    assert (at.metric[0].label, at.metric[0].value) == (point.label, point.shown)
