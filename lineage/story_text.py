@@ -10,10 +10,10 @@ One token per line, or several on a line separated by commas:
     # a comment       ignored (to the end of the line)
 
 Facts before the first switch are topic A, after it topic B (then C, …); long-lived facts belong to no topic. Keys
-and values are short names — letters, digits, ``_``, ``-``, ``'`` and ``.`` — so that nothing a visitor types can be
-markup on a page (the app still shows every name as text). Bad lines are reported with their number and what is
-allowed; the rest of the story is kept only when there is no problem at all (the page then keeps running its last
-good story).
+and values are short names — letters, digits, ``-``, ``'`` and ``.`` (no ``_``, which Markdown reads as emphasis) —
+so that nothing a visitor types can be markup on a page (the app still shows every name as text). Bad lines are
+reported with their number and what is allowed; the rest of the story is kept only when there is no problem at all
+(the page then keeps running its last good story).
 
 A link carries the story in the same syntax, tokens joined by commas (:func:`story_link`), so a lecturer can write
 "what if Dee changes three times?" as ``?story=*name=Kim,Dee=red,Dee=green,Dee=blue``.
@@ -32,7 +32,7 @@ FILLER_WORDS = ("...", "…")
 RESERVED = frozenset({FILLER, FILLER_VALUE, SWITCH, "?"})
 MAX_NAME = 16  # characters of a key or a value
 MAX_TEXT = 4_000  # characters of a whole story, as typed or linked
-NAME = re.compile(r"[^\W_][\w'.-]*\Z")  # a letter or digit first; then letters, digits, _ ' . -
+NAME = re.compile(r"[^\W_](?:[^\W_]|['.-])*\Z")  # a letter or digit first; then letters, digits, ' . -
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def _name_problem(what: str, name: str) -> str | None:
         return f"the {what} {name!r} is the story's own (filler, switch); choose another name"
     if not NAME.match(name):
         return (
-            f"the {what} may hold only letters, digits and _ ' . - (starting with a letter or digit), "
+            f"the {what} may hold only letters, digits and ' . - (starting with a letter or digit), "
             "no spaces, markup or symbols"
         )
     return None

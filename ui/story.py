@@ -87,7 +87,7 @@ SYNTAX = f"""
 One token per line, or several on a line separated by commas:
 `key = value` a fact (a later value for the same key overwrites it) · `*key = value` a long-lived fact ·
 `|` the topic switch · `...` filler · `? key` a query read after the last token (without any, every key is asked for
-its latest value) · `#` a comment. Keys and values: up to {MAX_NAME} letters, digits, `_ ' . -`; at most
+its latest value) · `#` a comment. Keys and values: up to {MAX_NAME} letters, digits, `' . -`; at most
 {MAX_TEXT:,} characters in all.
 """
 STAND_INS = (
