@@ -8,19 +8,35 @@ import argparse
 import json
 import sys
 
+# What each command does, in the list ``python -m lineage --help`` prints (the commands' own --help says the rest)
+SUMMARIES = {
+    "bench": "time the chunked vs recurrent forms at every gate strength, or the decode step",
+    "train": "train small models of every mechanism on a recall task (MQAR, palindrome, stack)",
+    "sweep": "train a grid of points (learning rates, seeds, widths, …) on a process pool or Ray, resumably",
+}
+
+
+def _add_train_parser(sub) -> None:
+    from lineage.train import add_train_parser
+
+    add_train_parser(sub)
+
 
 def main(argv: list[str] | None = None) -> int:
+    typed = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(prog="python -m lineage", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="max error of every mechanism and mode against its reference (fp64)")
     v.add_argument("--seed", type=int, default=0)
-    _add_bench_parser(sub)
-    from lineage.train import add_train_parser
-
-    add_train_parser(sub)
-    _add_sweep_parser(sub)
-    args = parser.parse_args(argv)
-    typed = sys.argv[1:] if argv is None else list(argv)
+    # Only the command given gets its options: their defaults come from modules that import torch (seconds), which
+    # the list of commands (python -m lineage --help) does not need.
+    command = next((word for word in typed if not word.startswith("-")), None)
+    for name, build in (("bench", _add_bench_parser), ("train", _add_train_parser), ("sweep", _add_sweep_parser)):
+        if name == command:
+            build(sub)
+        else:
+            sub.add_parser(name, help=SUMMARIES[name])
+    args = parser.parse_args(typed)
 
     if args.command == "verify":
         from lineage.verify import format_checks, run_verify
@@ -51,7 +67,7 @@ a Ray cluster (pip install ray): --ray alone starts Ray on this machine, --ray A
 def _add_sweep_parser(sub) -> None:
     s = sub.add_parser(
         "sweep",
-        help="train a grid of points (learning rates, seeds, widths, …) on a process pool or Ray, resumably",
+        help=SUMMARIES["sweep"],
         description=SWEEP_HELP,
     )
     s.add_argument("grid", metavar="GRID", help='the grid file (JSON): one block, or {"blocks": [...]}')
@@ -148,7 +164,7 @@ def _add_bench_parser(sub) -> None:
     d = BenchConfig()
     b = sub.add_parser(
         "bench",
-        help="time the chunked vs recurrent forms at every gate strength, or the decode step",
+        help=SUMMARIES["bench"],
         description=BENCH_HELP,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
