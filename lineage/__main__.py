@@ -266,12 +266,18 @@ def _bench(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
         except (TypeError, ValueError) as exc:
             parser.error(str(exc))
         result = run_bench(cfg, progress=report)
+        if not result.cells:
+            report("interrupted before any cell was timed: nothing to report")
+            return 130
         print(format_result(result))
         payload = result.to_json()
+        if not result.complete:
+            where = f" in {args.json}" if args.json else ""
+            report(f"interrupted: {len(result.cells)} of {result.planned} cells timed, kept{where} (marked incomplete)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(payload, f, indent=2)
-    return 0
+    return 0 if payload.get("complete", True) else 130
 
 
 if __name__ == "__main__":

@@ -291,6 +291,11 @@ class BenchResult:
     baseline: MatmulBaseline
     cells: list[Cell]
     wall_seconds: float
+    planned: int = 0  # cells the sweep was to time; fewer in ``cells`` when it was interrupted (Ctrl-C)
+
+    @property
+    def complete(self) -> bool:
+        return len(self.cells) >= self.planned
 
     def fraction_of_matmul(self, cell: Cell) -> float:
         return cell.gflops / self.baseline.total_gflops
@@ -305,6 +310,8 @@ class BenchResult:
             "torch": self.torch_version,
             "load_average": self.load_average,
             "wall_seconds": self.wall_seconds,
+            "complete": self.complete,
+            "cells_planned": self.planned,
             "recurrent_scaled_from_T": self.config.recurrent_T,
             "matmul_baseline": {
                 "gflops": b.total_gflops,
@@ -424,9 +431,30 @@ def _run(cfg: BenchConfig, device: torch.device, report: ProgressFn) -> BenchRes
         report(busy)
     baseline = matmul_baseline(cfg, device)
     x = _inputs(cfg, device)
-    rec_T = cfg.recurrent_T or cfg.T
     cells = []
     sweep_started = time.perf_counter()
+    try:
+        _time_cells(cfg, device, plan, draws, x, cells, report, started, sweep_started)
+    except KeyboardInterrupt:  # Ctrl-C: the cells timed so far are the result, marked incomplete
+        report(f"interrupted: {len(cells)} of {len(plan)} cells timed")
+    else:
+        baseline += matmul_baseline(cfg, device)  # again after the sweep: the machine's drift shows in the spread
+    return BenchResult(
+        config=cfg,
+        device=_device_name(device),
+        cores=os.cpu_count(),
+        torch_version=torch.__version__,
+        load_average=load,
+        baseline=baseline,
+        cells=cells,
+        wall_seconds=time.perf_counter() - started,
+        planned=len(plan),
+    )
+
+
+def _time_cells(cfg, device, plan, draws, x, cells: list, report: ProgressFn, started: float, sweep_started: float):
+    """Time each cell of the plan in turn, appending it to ``cells`` the moment it is timed."""
+    rec_T = cfg.recurrent_T or cfg.T
     for i, (m, draw) in enumerate(plan):
         g = None
         if draw is not None:  # seeded by the draw, so every mechanism of one gate kind sees the same gates
@@ -458,17 +486,6 @@ def _run(cfg: BenchConfig, device: torch.device, report: ProgressFn) -> BenchRes
             f"{cell.recurrent_seconds * 1e3:.1f} ms; {_duration(time.perf_counter() - started)} elapsed, "
             f"about {_duration(left)} left"
         )
-    baseline += matmul_baseline(cfg, device)  # again after the sweep: the machine's drift shows in the pooled spread
-    return BenchResult(
-        config=cfg,
-        device=_device_name(device),
-        cores=os.cpu_count(),
-        torch_version=torch.__version__,
-        load_average=load,
-        baseline=baseline,
-        cells=cells,
-        wall_seconds=time.perf_counter() - started,
-    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -489,6 +506,8 @@ def format_result(r: BenchResult) -> str:
         f"median of {c.repeats} (chunked) and "
         f"{c.recurrent_repeats} (recurrent) after one warm-up, the two forms in interleaved rounds",
     ]
+    if not r.complete:
+        lines.append(f"interrupted: {len(r.cells)} of {r.planned} cells timed; the rest were not run")
     if c.recurrent_T:
         lines.append(
             f"recurrent form timed on the first {c.recurrent_T:,} of {c.T:,} steps and scaled by "

@@ -370,3 +370,21 @@ def test_without_a_chunk_size_the_bench_takes_the_devices_and_says_so():
     assert f"chunk {default_chunk_size('cpu')} (this device's default)" in format_result(r)
     explicit = run_bench(dataclasses.replace(cfg, chunk_size=8))
     assert "chunk 8;" in format_result(explicit) and "default" not in format_result(explicit).splitlines()[1]
+
+
+def test_ctrl_c_keeps_the_cells_already_timed_and_says_the_result_is_incomplete():
+    """Ctrl-C during the sweep: the cells timed so far are the result, marked incomplete, in the table and the JSON."""
+    seen = []
+
+    def progress(message: str) -> None:
+        seen.append(message)
+        if message.startswith("[2/"):
+            raise KeyboardInterrupt
+
+    result = run_bench(TINY, progress=progress)
+    planned = len(sweep_plan(TINY))
+    assert len(result.cells) == 2 and result.planned == planned and not result.complete
+    assert result.to_json()["complete"] is False and result.to_json()["cells_planned"] == planned
+    assert f"interrupted: 2 of {planned} cells timed" in format_result(result)
+    assert seen[-1] == f"interrupted: 2 of {planned} cells timed"
+    assert run_bench(TINY).complete
