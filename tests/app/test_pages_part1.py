@@ -114,7 +114,7 @@ def test_gpt2_page():
     np.testing.assert_allclose(np.nan_to_num(z_of(attn["frames"][-1]["data"][0])), run.trace.attn, rtol=1e-6)
     assert metrics(at)["Q/K/V rows projected, no cache"] == "210"
 
-    at.session_state["gpt2_step"] = 4  # what the ◀ / ▶ buttons (J / K) set
+    at.query_params["gpt2_step"] = "4"  # where every move of the step (◀ / ▶, J / K, the slider, Play) is kept
     rerun(at)
     assert figure(at, "Head 0's attention")["layout"]["sliders"][0]["active"] == 4
     assert not any(m.value.startswith("**Step") for m in at.markdown)  # the animation alone shows the step
@@ -148,7 +148,7 @@ def test_kv_cache_page():
     assert len(figure(at, "Online softmax")["frames"]) == 3  # blocks of 16 over 24 tokens: 1 + 2 tiles
     assert metrics(at)["bytes moved, tiled"] == f"{tiled_attention_io_bytes(24, 16, block_size=16).total:,}"
 
-    at.session_state["kv_cache_step"] = 2
+    at.query_params["kv_cache_step"] = "2"
     rerun(at)
     assert figure(at, "Head 0's cache")["layout"]["sliders"][0]["active"] == 2
 
@@ -174,7 +174,7 @@ def test_linear_attention_page():
     assert len(state["frames"]) == 16
     np.testing.assert_allclose(frames_z(state, 1), run.states, rtol=1e-6, atol=1e-7)
 
-    at.session_state["linear_attention_step"] = 0
+    at.query_params["linear_attention_step"] = "0"
     rerun(at)
     assert figure(at, "The state, token by token")["layout"]["sliders"][0]["active"] == 0
 

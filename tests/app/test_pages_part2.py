@@ -44,7 +44,7 @@ def test_mamba2_page():
     assert len(figure(at, "The state, token by token")["frames"]) == 12
     wiped = z_of(figure(at, "The same layer as attention")["data"][0])  # α = 0: each step keeps only itself
     np.testing.assert_array_equal(np.where(np.tri(12, dtype=bool), wiped, 0.0), np.eye(12))
-    at.session_state["mamba2_step"] = 4  # steps count from 0, like the frames
+    at.query_params["mamba2_step"] = "4"  # steps count from 0, like the frames
     rerun(at)
     assert figure(at, "The state, token by token")["layout"]["sliders"][0]["active"] == 4
 
