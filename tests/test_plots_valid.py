@@ -244,3 +244,13 @@ def test_style_gives_any_figure_the_house_template():
     fig = plots.style(go.Figure(go.Scatter(y=[1, 2])), title="t", height=300)
     assert fig.layout.template == go.Figure(layout=dict(template="plotly_white")).layout.template
     assert (fig.layout.title.text, fig.layout.height) == ("t", 300)
+
+
+def test_a_dodged_sweep_keeps_its_ticks_at_the_true_sizes():
+    """Lines drawn beside each other along x: the axis still reads the sizes that were run, nothing between them."""
+    fig = plots.accuracy_sweep(
+        {"softmax": ([4, 8], [0.99, 0.5]), "deltanet": ([4, 8], [0.98, 0.6])}, x_title="pairs", title="t", dodge=0.06
+    )
+    assert list(fig.layout.xaxis.tickvals) == [4.0, 8.0] and list(fig.layout.xaxis.ticktext) == ["4", "8"]
+    assert [list(t.x) for t in fig.data] == [[3.97, 7.97], [4.03, 8.03]]
+    assert [list(t.customdata) for t in fig.data] == [[4.0, 8.0], [4.0, 8.0]]

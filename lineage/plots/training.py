@@ -142,4 +142,8 @@ def accuracy_sweep(
                 hovertemplate=f"{name}, re-run here<br>{x_title} %{{x}}: %{{y:.1%}}<extra></extra>",
             )
         )
-    return figure(data, _layout(title, x_title, chance=chance, height=height, x_type="log" if log_x else "linear"))
+    layout = _layout(title, x_title, chance=chance, height=height, x_type="log" if log_x else "linear")
+    if dodge:  # ticks at the true sizes only: the lines are drawn beside them
+        sizes = sorted({float(v) for x, _ in points.values() for v in x})
+        layout["xaxis"].update(tickvals=sizes, ticktext=[f"{v:g}" for v in sizes])
+    return figure(data, layout)
