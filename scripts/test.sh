@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything the project checks: ruff, the fp64 verification, every test (unit, AppTest, and end-to-end in a real
-# headless Chromium). About 6–8 minutes on 2 cores.
+# headless Chromium). About 45 minutes on a shared 2-core machine, most of it the browser tests.
 #
 #   ./scripts/test.sh                      everything
 #   ./scripts/test.sh -k kda -x            extra arguments go to pytest

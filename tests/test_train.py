@@ -300,16 +300,21 @@ def test_the_command_writes_each_finished_model_at_once_and_ctrl_c_keeps_them(tm
     assert first.wait(timeout=300) == 0
     done = json.loads(out.read_text())
     assert done["complete"] and len(done["runs"]) == 2
-    slow = argv[: argv.index("--steps") + 1] + ["100000"] + argv[argv.index("--steps") + 2 :]
+    # Each model now trains for 15 s at most (or to its target): the first is written after at most that long however
+    # busy the machine, and the second cannot reach its target in the half second before the interrupt.
+    slow = argv[: argv.index("--steps") + 1] + ["100000", "--seconds", "15"] + argv[argv.index("--steps") + 2 :]
+    out.unlink()
     proc = subprocess.Popen(slow, stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[1])
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
+    first_written = False
+    while not first_written and time.monotonic() < deadline:  # the event: the first model on disk
         time.sleep(0.5)
         try:
-            if len(json.loads(out.read_text())["runs"]) == 1 and not json.loads(out.read_text())["complete"]:
-                break
-        except (json.JSONDecodeError, KeyError):
+            written = json.loads(out.read_text())
+            first_written = len(written["runs"]) == 1 and not written["complete"]
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
             continue
+    assert first_written, "the first model was not written within 300 s"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
