@@ -90,8 +90,8 @@ def sweep_lines(rows: list[findings.Summary], x_of) -> tuple[dict, dict, dict]:
 
 st.title("Learned memory")
 # The page's point first, computed from the recorded sweep (lineage.findings.headline)
-recorded_results = record(RECORD.stat().st_mtime) if RECORD.exists() else []
-if point := findings.headline(findings.summarise(r["result"] for r in recorded_results), plots.mixer_title):
+recorded = record(RECORD.stat().st_mtime) if RECORD.exists() else []  # the headline and the section read it
+if point := findings.headline(findings.summarise(r["result"] for r in recorded), plots.mixer_title):
     st.markdown(f"**{point.claim}**")
     st.metric(point.label, point.shown)
 prose(
@@ -239,7 +239,6 @@ def recorded_section(results: list[dict]) -> None:
     )
 
 
-recorded = record(RECORD.stat().st_mtime) if RECORD.exists() else []
 if recorded:
     recorded_section(recorded)
 else:

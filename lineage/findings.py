@@ -214,19 +214,27 @@ def most_learned(summaries: Sequence[Summary], title) -> str:
     return f"At {n} pairs, the hardest size every mechanism was recorded at, {name} learned most: {best.evidence()}."
 
 
-def front_end_sentences(summaries: Sequence[Summary], title) -> list[str]:
-    """Each ablation: the same mechanism and size with and without the convolution, from the record."""
+def ablations(summaries: Sequence[Summary]) -> list[tuple[Summary, Summary]]:
+    """(with the convolution, without it) for every setting the record has both ways: same mechanism, pairs, length
+    and width."""
     conv = {
         (x.setting.mixer, x.setting.n_pairs, x.setting.seq_len, x.setting.width): x
         for x in summaries
         if x.setting.front_end == "conv"
     }
+    return [
+        (conv[k], x)
+        for x in summaries
+        if x.setting.front_end == "none"
+        and (k := (x.setting.mixer, x.setting.n_pairs, x.setting.seq_len, x.setting.width)) in conv
+    ]
+
+
+def front_end_sentences(summaries: Sequence[Summary], title) -> list[str]:
+    """Each ablation: the same mechanism and size with and without the convolution, from the record."""
     out = []
-    for x in summaries:
+    for with_conv, x in ablations(summaries):
         s = x.setting
-        if s.front_end != "none" or (s.mixer, s.n_pairs, s.seq_len, s.width) not in conv:
-            continue
-        with_conv = conv[(s.mixer, s.n_pairs, s.seq_len, s.width)]
         plateau = abs(x.mean - 1 / s.n_pairs) < PLATEAU and not x.solved
         out.append(
             f"**{label(s, title)}** at {s.n_pairs} pairs: {x.evidence()}"
@@ -249,14 +257,7 @@ def headline(summaries: Sequence[Summary], title) -> Headline | None:
     """The record's point in one sentence and one number: the front end's effect where the record has an ablation
     (the largest drop from a mechanism with the convolution to the same mechanism without it), else who learned
     most. None for a record with neither."""
-    conv = {(x.setting.mixer, x.setting.n_pairs, x.setting.seq_len, x.setting.width): x for x in summaries
-            if x.setting.front_end == "conv"}  # fmt: skip
-    pairs = [
-        (conv[k], x)
-        for x in summaries
-        if x.setting.front_end == "none"
-        and (k := (x.setting.mixer, x.setting.n_pairs, x.setting.seq_len, x.setting.width)) in conv
-    ]
+    pairs = ablations(summaries)
     if pairs:
         with_conv, without = max(pairs, key=lambda p: p[0].mean - p[1].mean)
         s = without.setting
@@ -309,6 +310,13 @@ def plateau_sentence(summaries: Sequence[Summary], title) -> str:
     )
 
 
+def _at_shared_pairs(a: Sequence[Summary], b: Sequence[Summary]) -> tuple[list[int], list[tuple[Summary, Summary]]]:
+    """The pair counts both mechanisms' rows have, and their rows side by side at each."""
+    shared = sorted({x.setting.n_pairs for x in a} & {x.setting.n_pairs for x in b})
+    at = [(next(x for x in a if x.setting.n_pairs == n), next(x for x in b if x.setting.n_pairs == n)) for n in shared]
+    return shared, at
+
+
 def paper_checks(summaries: Sequence[Summary], title) -> list[str]:
     """Each paper's MQAR finding, checked against the record at the matched (conv) front end, with the evidence."""
     rows = by_pairs(summaries)
@@ -335,12 +343,7 @@ def paper_checks(summaries: Sequence[Summary], title) -> list[str]:
             f"matched front end: {here} — {verdict(agree, xs)}."
         )
     if "deltanet" in by and "linear_attention" in by:
-        d, la = by["deltanet"], by["linear_attention"]
-        shared = sorted({x.setting.n_pairs for x in d} & {x.setting.n_pairs for x in la})
-        pairs = [
-            (next(x for x in d if x.setting.n_pairs == n), next(x for x in la if x.setting.n_pairs == n))
-            for n in shared
-        ]
+        shared, pairs = _at_shared_pairs(by["deltanet"], by["linear_attention"])
         agree = all(a.mean > b.mean + TIE or (a.solved and not b.solved) for a, b in pairs)
         here = "; ".join(
             f"{n} pairs: DeltaNet {a.mean:.0%}, linear attention {b.mean:.0%}"
@@ -351,11 +354,7 @@ def paper_checks(summaries: Sequence[Summary], title) -> list[str]:
             f"{verdict(agree, [x for p in pairs for x in p])}."
         )
     if "kda" in by and "gated_deltanet" in by:
-        k, g = by["kda"], by["gated_deltanet"]
-        shared = sorted({x.setting.n_pairs for x in k} & {x.setting.n_pairs for x in g})
-        pairs = [
-            (next(x for x in k if x.setting.n_pairs == n), next(x for x in g if x.setting.n_pairs == n)) for n in shared
-        ]
+        shared, pairs = _at_shared_pairs(by["kda"], by["gated_deltanet"])
         agree = all(a.mean >= b.mean - TIE for a, b in pairs)
         here = "; ".join(
             f"{n} pairs: KDA {a.mean:.0%} in {sum(a.steps) / len(a.steps):.0f} steps, Gated DeltaNet {b.mean:.0%} in "
