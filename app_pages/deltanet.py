@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import claims, demo, plots
-from lineage.deltanet import deltanet
-from lineage.equations import chunked_delta
-from lineage.story import story_for
+from lineage import plots
+from lineage.ops.deltanet import deltanet
+from lineage.teach import claims, stage_runs
+from lineage.teach.equations import chunked_delta
+from lineage.teach.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.scale import real_size_section
+from ui.real_size import real_size_section
 from ui.story import (
     checked_line,
     code_excerpts,
@@ -78,16 +79,16 @@ def live(T: int, K: int, V: int, seed: int, beta: float, chunk_size: int, inputs
         claim = claims.deltanet_claim(run, story, linear, beta)
     else:
         story, claim = None, None
-        run = demo.run_stage("deltanet", T, K, V, seed, demo.GateRule(beta=beta), chunk_size=chunk_size)
-    before, after = demo.write_gaps(run)
+        run = stage_runs.run_stage("deltanet", T, K, V, seed, stage_runs.GateRule(beta=beta), chunk_size=chunk_size)
+    before, after = stage_runs.write_gaps(run)
     return dict(
         run=run,
         story=story,
         claim=claim,
-        by_age=demo.recall(run).by_age,
+        by_age=stage_runs.recall(run).by_age,
         gap_before=before,
         gap_after=after,
-        mixing=demo.mixing_matrix(run),
+        mixing=stage_runs.mixing_matrix(run),
     )
 
 
@@ -97,16 +98,16 @@ def compared(T: int, K: int, V: int, seed: int) -> dict:
     :func:`live` and not run again when only β moves."""
     by_age = {}
     for b in COMPARE_BETAS:
-        other = demo.run_stage("deltanet", T, K, V, seed, demo.GateRule(beta=b), repeats=1)
-        by_age[f"DeltaNet, β = {b:g}"] = demo.recall(other).by_age
-    additive = demo.run_stage("linear_attention", T, K, V, seed, repeats=1)
-    by_age["linear attention (adds only)"] = demo.recall(additive).by_age
+        other = stage_runs.run_stage("deltanet", T, K, V, seed, stage_runs.GateRule(beta=b), repeats=1)
+        by_age[f"DeltaNet, β = {b:g}"] = stage_runs.recall(other).by_age
+    additive = stage_runs.run_stage("linear_attention", T, K, V, seed, repeats=1)
+    by_age["linear attention (adds only)"] = stage_runs.recall(additive).by_age
     return by_age
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def timing(T: int, D: int, seed: int) -> demo.ChunkSweep:
-    return demo.chunk_size_sweep(T, D, seed)
+def timing(T: int, D: int, seed: int) -> stage_runs.ChunkSweep:
+    return stage_runs.chunk_size_sweep(T, D, seed)
 
 
 out = run_or_stop(live, T, K, V, seed(), beta, chunk_size, inputs, written_link() if written else "")

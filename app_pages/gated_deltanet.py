@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import claims, demo, plots
-from lineage.gated_deltanet import gated_deltanet
-from lineage.story import story_for
+from lineage import plots
+from lineage.ops.gated_deltanet import gated_deltanet
+from lineage.teach import claims, stage_runs
+from lineage.teach.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.scale import real_size_section
+from ui.real_size import real_size_section
 from ui.story import (
     checked_line,
     equation_panel,
@@ -73,15 +74,21 @@ else:
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
 def live(T: int, K: int, V: int, seed: int, alpha: float, jitter: float, beta: float | None) -> dict:
-    run = demo.run_stage("gated_deltanet", T, K, V, seed, demo.GateRule(alpha=alpha, alpha_jitter=jitter, beta=beta))
-    return dict(run=run, retention=demo.retention(run.g)[:, :, 0])
+    run = stage_runs.run_stage(
+        "gated_deltanet", T, K, V, seed, stage_runs.GateRule(alpha=alpha, alpha_jitter=jitter, beta=beta)
+    )
+    return dict(run=run, retention=stage_runs.retention(run.g)[:, :, 0])
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
 def ungated(T: int, K: int, V: int, seed: int, beta: float | None) -> dict:
     """DeltaNet on the same tokens: it has no gate, so it is kept apart from :func:`live` and not run again when only
     the gate's sliders move."""
-    return dict(deltanet_states=demo.run_stage("deltanet", T, K, V, seed, demo.GateRule(beta=beta), repeats=1).states)
+    return dict(
+        deltanet_states=stage_runs.run_stage(
+            "deltanet", T, K, V, seed, stage_runs.GateRule(beta=beta), repeats=1
+        ).states
+    )
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -98,7 +105,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float, wr
         long_held=claims.long_fact_held(run, story) if story.long_lived else None,
         error=claims.overwrite_error(run, story) if story.overwrite else None,
         mix=claims.overwrite_mix(run, story) if story.overwrite else None,
-        retention=demo.retention(run.g)[:, :, 0],
+        retention=stage_runs.retention(run.g)[:, :, 0],
         deltanet_states=deltanet.states,
     )
 

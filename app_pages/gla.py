@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import claims, demo, plots
-from lineage.gla import gla
-from lineage.story import story_for
+from lineage import plots
+from lineage.ops.gla import gla
+from lineage.teach import claims, stage_runs
+from lineage.teach.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.scale import real_size_section
+from ui.real_size import real_size_section
 from ui.story import (
     checked_line,
     equation_panel,
@@ -68,8 +69,10 @@ else:
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def live(T: int, K: int, V: int, seed: int, alpha: float, alpha_min: float, jitter: float) -> demo.StageRun:
-    return demo.run_stage("gla", T, K, V, seed, demo.GateRule(alpha=alpha, alpha_min=alpha_min, alpha_jitter=jitter))
+def live(T: int, K: int, V: int, seed: int, alpha: float, alpha_min: float, jitter: float) -> stage_runs.StageRun:
+    return stage_runs.run_stage(
+        "gla", T, K, V, seed, stage_runs.GateRule(alpha=alpha, alpha_min=alpha_min, alpha_jitter=jitter)
+    )
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)

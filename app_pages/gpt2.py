@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import claims, demo, plots
-from lineage.io_cost import recompute_generation_cost
+from lineage import plots
+from lineage.ops.io_cost import recompute_generation_cost
+from lineage.ops.softmax import CausalSelfAttention, decode_recompute
 from lineage.plots.story import attention_story
-from lineage.softmax import CausalSelfAttention, decode_recompute
-from lineage.story import MIN_T, story_for
+from lineage.teach import claims, stage_runs
+from lineage.teach.story import MIN_T, story_for
 from ui.classroom import chart, controls_row, prose, step_control
 from ui.common import (
     cap_note,
@@ -61,7 +62,7 @@ def live(T: int, n_heads: int, head_dim: int, seed: int, inputs: str, written: s
         story = story_for(T, written=written)
         run = claims.run_softmax_story(story, n_heads, head_dim, seed)
         return dict(run=run, story=story, claim=claims.gpt2_claim(run, story))
-    return dict(run=demo.run_softmax(T, n_heads, head_dim, seed, block_size=min(8, T)), story=None, claim=None)
+    return dict(run=stage_runs.run_softmax(T, n_heads, head_dim, seed, block_size=min(8, T)), story=None, claim=None)
 
 
 out = run_or_stop(live, T, n_heads, head_dim, seed(), inputs, written_link() if written else "")

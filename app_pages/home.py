@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from lineage import claims, footprints, plots, stages
+from lineage import plots, stages
+from lineage.measure import footprints
+from lineage.teach import claims
 from ui.classroom import chart, prose, start_tour
 from ui.common import markdown_table
 from ui.first_chart import defer_rest
@@ -82,7 +84,7 @@ st.caption(
     f"hybrid's saving. Like for like — against the same layers all MLA, at {longest:,} tokens — it saves "
     f"{saving.text()}. Kimi Linear's own schedule ({kimi_saving.n_mla} MLA of {kimi_saving.n_layers} layers, from its "
     f"config.json) saves {kimi_saving.text()}: the article's “−75%”. Computed by `lineage.stages.memory_per_layer` "
-    "and `lineage.footprints`; hover a line for exact bytes."
+    "and `lineage.measure.footprints`; hover a line for exact bytes."
 )
 
 # A fresh visitor's first run ends here, and the rest comes once the browser has drawn the chart above

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import claims, footprints, hybrid, plots
+from lineage import plots
+from lineage.measure import footprints
+from lineage.models import hybrid
 from lineage.plots.story import crossover
-from lineage.story import story_for
+from lineage.teach import claims
+from lineage.teach.story import story_for
 from ui.classroom import cap_notes, chart, step_control
 from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
 from ui.story import checked_line, equation_panel, show_claim, story_chart, story_input, top_slot, written_link

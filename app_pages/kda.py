@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import claims, demo, plots
-from lineage.kda import kda
-from lineage.story import story_for
+from lineage import plots
+from lineage.ops.kda import kda
+from lineage.teach import claims, stage_runs
+from lineage.teach.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.scale import real_size_section
+from ui.real_size import real_size_section
 from ui.story import (
     checked_line,
     equation_panel,
@@ -81,16 +82,16 @@ else:
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
 def live(T: int, K: int, V: int, seed: int, alpha: float, alpha_min: float, jitter: float, beta: float) -> dict:
-    rule = demo.GateRule(alpha=alpha, alpha_min=alpha_min, alpha_jitter=jitter, beta=beta)
-    scalar = demo.matched_scalar_rule(rule, K)
-    run = demo.run_stage("kda", T, K, V, seed, rule)
-    gdn = demo.run_stage("gated_deltanet", T, K, V, seed, scalar, repeats=1)
+    rule = stage_runs.GateRule(alpha=alpha, alpha_min=alpha_min, alpha_jitter=jitter, beta=beta)
+    scalar = stage_runs.matched_scalar_rule(rule, K)
+    run = stage_runs.run_stage("kda", T, K, V, seed, rule)
+    gdn = stage_runs.run_stage("gated_deltanet", T, K, V, seed, scalar, repeats=1)
     return dict(
         run=run,
         gdn_states=gdn.states,
         scalar_alpha=scalar.alpha,
-        retention=demo.retention(run.g)[0],  # [lag, K]: the write of token 0, per channel
-        gdn_retention=demo.retention(gdn.g)[0],
+        retention=stage_runs.retention(run.g)[0],  # [lag, K]: the write of token 0, per channel
+        gdn_retention=stage_runs.retention(gdn.g)[0],
     )
 
 
@@ -108,8 +109,8 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float, wr
         claim=claims.channel_claim("kda", run, story, gdn),
         gdn_states=gdn.states,
         error=claims.overwrite_error(run, story) if story.overwrite else None,
-        retention=demo.retention(run.g)[0],
-        gdn_retention=demo.retention(gdn.g)[0],
+        retention=stage_runs.retention(run.g)[0],
+        gdn_retention=stage_runs.retention(gdn.g)[0],
     )
 
 

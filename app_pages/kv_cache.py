@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import claims, demo, footprints, plots
-from lineage.kv_cache import KVCache
+from lineage import plots
+from lineage.measure import footprints
+from lineage.ops.kv_cache import KVCache
+from lineage.ops.softmax import decode_step, tiled_softmax_attention
 from lineage.plots.palette import KIND_COLOURS
 from lineage.plots.story import attention_story
-from lineage.softmax import decode_step, tiled_softmax_attention
-from lineage.story import MIN_T, story_for
+from lineage.teach import claims, stage_runs
+from lineage.teach.story import MIN_T, story_for
 from ui.classroom import chart, controls_row, prose, step_control
 from ui.common import (
     cap_note,
@@ -72,7 +74,7 @@ def live(T: int, n_heads: int, head_dim: int, seed: int, block_size: int, inputs
         run = claims.run_softmax_story(story, n_heads, head_dim, seed, block_size=block_size)
         # a fixed K × V state of the same head width, in the same fp32: what linear attention keeps instead
         return dict(run=run, story=story, claim=claims.kv_cache_claim(run, story))
-    return dict(run=demo.run_softmax(T, n_heads, head_dim, seed, block_size=block_size), story=None, claim=None)
+    return dict(run=stage_runs.run_softmax(T, n_heads, head_dim, seed, block_size=block_size), story=None, claim=None)
 
 
 out = run_or_stop(live, T, n_heads, head_dim, seed(), block_size, inputs, written_link() if written else "")
@@ -144,7 +146,7 @@ st.markdown(
     f"{gpt2.context_len:,}-token context fills {plots.format_bytes(full.kv_cache_bytes)}, and the last token "
     "reads every byte of it."
 )
-st.caption(f"From the config: {gpt2.source}. Computed by `lineage.footprints.footprint`.")
+st.caption(f"From the config: {gpt2.source}. Computed by `lineage.measure.footprints.footprint`.")
 
 st.subheader("Aside: FlashAttention makes the same softmax move fewer bytes")
 prose(

@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from lineage import findings, plots, sweep, train
+from lineage import plots
 from lineage.device import device_info
-from lineage.lm import CONTROLS, MIXERS, LMConfig, learned_layers
-from lineage.tasks import TASK_TITLES, TASKS, TaskConfig, make_batch
-from lineage.train import LIVE_MIXERS, LIVE_MODEL, LIVE_TASK, LIVE_TRAINING, TrainConfig, TrainResult
+from lineage.models.lm import CONTROLS, MIXERS, LMConfig, learned_layers
+from lineage.train import findings, loop, sweep
+from lineage.train.loop import LIVE_MIXERS, LIVE_MODEL, LIVE_TASK, LIVE_TRAINING, TrainConfig, TrainResult
+from lineage.train.tasks import TASK_TITLES, TASKS, TaskConfig, make_batch
 from ui import limits, links
 from ui.classroom import chart, controls_row, prose
 from ui.common import BUSY_TEXT, device_label, run_or_stop, seed, stop_page, what_to_notice
@@ -24,7 +25,7 @@ GRID = DATA / "learned_memory_grid.json"  # the whole grid, for a cluster; the r
 CPU_GRID = DATA / "learned_memory_grid_cpu.json"
 
 # How each task here stands to the paper it comes from, shown under the task picker (the full comparison is in
-# lineage/tasks.py's docstring). The Kimi Linear report defines Palindrome, MQAR and Stack in §5.1, pp. 7–8.
+# lineage/train/tasks.py's docstring). The Kimi Linear report defines Palindrome, MQAR and Stack in §5.1, pp. 7–8.
 KIMI_SIZES = " The report trains on 256–2,048 tokens for up to 20,000 steps; the runs here are far smaller."
 TASK_SOURCES = {
     "mqar": "MQAR as Zoology generates it (Arora et al. 2023, arXiv 2312.04927, §3): the pairs, then every key asked "
@@ -89,7 +90,7 @@ def sweep_lines(rows: list[findings.Summary], x_of) -> tuple[dict, dict, dict]:
 # --- the page -------------------------------------------------------------------------------------------------------
 
 st.title("Learned memory")
-# The page's point first, computed from the recorded sweep (lineage.findings.headline)
+# The page's point first, computed from the recorded sweep (lineage.train.findings.headline)
 recorded = record(RECORD.stat().st_mtime) if RECORD.exists() else []  # the headline and the section read it
 if point := findings.headline(findings.summarise(r["result"] for r in recorded), plots.mixer_title):
     st.markdown(f"**{point.claim}**")
@@ -215,7 +216,7 @@ def recorded_section(results: list[dict]) -> None:
     cfg = replace(TrainConfig(**picked.train), max_steps=steps, max_seconds=caps.seconds)
     bar = st.progress(0.0, text="re-running …")
     again = run_or_stop(
-        train.train,
+        loop.train,
         TaskConfig(**picked.task),
         LMConfig(**picked.model),
         cfg,
@@ -341,7 +342,7 @@ elif pressed:
                         )
 
                 result, model = run_or_stop(
-                    train.train,
+                    loop.train,
                     task,
                     replace(model_cfg, mixer=mixer, front_end=front_end),
                     cfg,

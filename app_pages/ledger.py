@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from lineage import claims, footprints
+from lineage.measure import footprints
 from lineage.plots.story import decode_ratio_curves
+from lineage.teach import claims
 from ui.classroom import chart
 from ui.common import markdown_table, run_or_stop
 

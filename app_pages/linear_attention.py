@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import claims, demo, plots
-from lineage.linear_attention import FEATURE_MAPS, linear_attention
-from lineage.recurrence import parallel_memory
-from lineage.story import story_for
+from lineage import plots
+from lineage.ops.linear_attention import FEATURE_MAPS, linear_attention
+from lineage.ops.recurrence import parallel_memory
+from lineage.teach import claims, stage_runs
+from lineage.teach.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.scale import real_size_section
+from ui.real_size import real_size_section
 from ui.story import (
     checked_line,
     equation_panel,
@@ -69,8 +70,8 @@ def live(T: int, K: int, V: int, seed: int, feature_map: str, inputs: str, writt
         claim = claims.linear_claim(run, story, claims.trace_story("deltanet", story), feature_map)
     else:
         story, claim = None, None
-        run = demo.run_stage("linear_attention", T, K, V, seed, feature_map=feature_map)
-    return dict(run=run, story=story, claim=claim, recall=demo.recall(run), mixing=demo.mixing_matrix(run))
+        run = stage_runs.run_stage("linear_attention", T, K, V, seed, feature_map=feature_map)
+    return dict(run=run, story=story, claim=claim, recall=stage_runs.recall(run), mixing=stage_runs.mixing_matrix(run))
 
 
 out = run_or_stop(live, T, K, V, seed(), feature_map, inputs, written_link() if written else "")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from lineage import bench_decode, plots
+from lineage import plots
 from lineage.device import device_info
-from lineage.softmax import decode_step
+from lineage.measure import bench_decode
+from lineage.ops.softmax import decode_step
 from ui.caps import benchmark_memory_bytes
 from ui.classroom import chart, prose
 from ui.common import caps, device_label, remember_measured_bandwidth, run_or_stop, show_code, what_to_notice

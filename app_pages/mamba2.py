@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import claims, demo, plots
-from lineage.mamba2 import mamba2
-from lineage.recurrence import parallel_memory
-from lineage.story import story_for
+from lineage import plots
+from lineage.ops.mamba2 import mamba2
+from lineage.ops.recurrence import parallel_memory
+from lineage.teach import claims, stage_runs
+from lineage.teach.story import story_for
 from ui.classroom import chart, prose, step_control
 from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
-from ui.scale import real_size_section
+from ui.real_size import real_size_section
 from ui.story import (
     checked_line,
     equation_panel,
@@ -72,12 +73,12 @@ else:
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
 def live(T: int, K: int, V: int, seed: int, alpha: float, jitter: float) -> dict:
-    run = demo.run_stage("mamba2", T, K, V, seed, demo.GateRule(alpha=alpha, alpha_jitter=jitter))
+    run = stage_runs.run_stage("mamba2", T, K, V, seed, stage_runs.GateRule(alpha=alpha, alpha_jitter=jitter))
     return dict(
         run=run,
-        norms=demo.state_norms(run.states),
-        mask=demo.decay_mask(run.g)[:, :, 0],  # one gate per head: every channel has the same mask
-        attention=demo.mixing_matrix(run),
+        norms=stage_runs.state_norms(run.states),
+        mask=stage_runs.decay_mask(run.g)[:, :, 0],  # one gate per head: every channel has the same mask
+        attention=stage_runs.mixing_matrix(run),
     )
 
 
@@ -85,8 +86,8 @@ def live(T: int, K: int, V: int, seed: int, alpha: float, jitter: float) -> dict
 def gate_off(T: int, K: int, V: int, seed: int) -> dict:
     """The same tokens with every α = 1 (and so no jitter either): it does not depend on the gate's sliders, so it is
     kept apart from :func:`live` and not run again when they move."""
-    off = demo.run_stage("mamba2", T, K, V, seed, demo.gate_off(demo.GateRule()), repeats=1)
-    return dict(states_off=off.states, norms_off=demo.state_norms(off.states))
+    off = stage_runs.run_stage("mamba2", T, K, V, seed, stage_runs.gate_off(stage_runs.GateRule()), repeats=1)
+    return dict(states_off=off.states, norms_off=stage_runs.state_norms(off.states))
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -101,11 +102,11 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, written: str = 
         story=story,
         claim=claims.forget_claim("mamba2", run, story, off),
         mix=claims.overwrite_mix(run, story) if story.overwrite else None,
-        norms=demo.state_norms(run.states),
-        mask=demo.decay_mask(run.g)[:, :, 0],
-        attention=demo.mixing_matrix(run),
+        norms=stage_runs.state_norms(run.states),
+        mask=stage_runs.decay_mask(run.g)[:, :, 0],
+        attention=stage_runs.mixing_matrix(run),
         states_off=off.states,
-        norms_off=demo.state_norms(off.states),
+        norms_off=stage_runs.state_norms(off.states),
     )
 
 

@@ -6,7 +6,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from lineage import claims, footprints, plots
+from lineage import plots
+from lineage.measure import footprints
+from lineage.teach import claims
 from ui.classroom import chart, prose
 from ui.classroom import table as show_table
 from ui.common import measured_bandwidth, what_to_notice, whole_number_input

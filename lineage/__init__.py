@@ -8,33 +8,34 @@ Conventions, stated once for the whole package:
   α = exp(g) ≤ 1; ``beta: [B, H, T]`` in [0, 1].
 * Every op: ``fn(q, k, v, [g], [beta], *, scale=None, initial_state=None, output_final_state=False,
   mode="chunk", chunk_size=None) -> (o, S_final | None)`` with ``mode`` "recurrent" | "chunk" | "parallel";
-  ``chunk_size`` None is the device's (64 on a GPU, 32 on a CPU: :func:`lineage.recurrence.default_chunk_size`).
+  ``chunk_size`` None is the device's (64 on a GPU, 32 on a CPU: :func:`lineage.ops.recurrence.default_chunk_size`).
   Inputs of any float dtype; computation in fp32 (fp64 stays fp64); ``o`` comes back in ``v``'s dtype.
 * Bad input raises ``ValueError`` / ``TypeError`` naming the argument, what was given and what is allowed.
 
-Layers: :mod:`lineage.recurrence` (the one recurrence, three forms) → one module per stage (op + paper) →
+Layers: :mod:`lineage.ops.recurrence` (the one recurrence, three forms) → one module per stage (op + paper) →
 :mod:`lineage.mechanisms` (the one table of mechanisms: paper, write rule, gate, layer options, colour, op) →
-:mod:`lineage.layers` / :mod:`lineage.hybrid` (nn.Modules), :mod:`lineage.stages`, :mod:`lineage.footprints`,
-:mod:`lineage.lab`, :mod:`lineage.verify`, :mod:`lineage.bench` (all derived from the table) →
-:mod:`lineage.plots` (Plotly figures). Softmax attention's math is :mod:`lineage.softmax`, its cache
-:mod:`lineage.kv_cache`, its IO and FLOP accounting :mod:`lineage.io_cost`.
+:mod:`lineage.models.layers` / :mod:`lineage.models.hybrid` (nn.Modules), :mod:`lineage.stages`,
+:mod:`lineage.measure.footprints`,
+:mod:`lineage.lab`, :mod:`lineage.measure.verify`, :mod:`lineage.measure.bench` (all derived from the table) →
+:mod:`lineage.plots` (Plotly figures). Softmax attention's math is :mod:`lineage.ops.softmax`, its cache
+:mod:`lineage.ops.kv_cache`, its IO and FLOP accounting :mod:`lineage.ops.io_cost`.
 """
 
 import importlib
 
 # The public ops, imported on first use (PEP 562): ``import lineage`` and ``python -m lineage --help`` do not wait for
-# torch, and ``lineage.kda(...)`` works as before.
+# torch, and ``lineage.ops.kda(...)`` works as before.
 _EXPORTS = {  # module -> the names it gives the package
-    "lineage.recurrence": ("MemoryTrace", "chunk_memory", "parallel_memory", "recurrent_memory"),
+    "lineage.ops.recurrence": ("MemoryTrace", "chunk_memory", "parallel_memory", "recurrent_memory"),
     "lineage.device": ("device_info", "get_device"),
-    "lineage.kv_cache": ("KVCache",),
-    "lineage.softmax": ("softmax_attention",),
-    "lineage.linear_attention": ("linear_attention",),
-    "lineage.deltanet": ("deltanet",),
-    "lineage.mamba2": ("mamba2", "mamba2_ssd"),
-    "lineage.gla": ("gla",),
-    "lineage.gated_deltanet": ("gated_deltanet",),
-    "lineage.kda": ("kda",),
+    "lineage.ops.kv_cache": ("KVCache",),
+    "lineage.ops.softmax": ("softmax_attention",),
+    "lineage.ops.linear_attention": ("linear_attention",),
+    "lineage.ops.deltanet": ("deltanet",),
+    "lineage.ops.mamba2": ("mamba2", "mamba2_ssd"),
+    "lineage.ops.gla": ("gla",),
+    "lineage.ops.gated_deltanet": ("gated_deltanet",),
+    "lineage.ops.kda": ("kda",),
 }
 _PUBLIC = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_PUBLIC)

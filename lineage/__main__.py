@@ -17,7 +17,7 @@ SUMMARIES = {
 
 
 def _add_train_parser(sub) -> None:
-    from lineage.train import add_train_parser
+    from lineage.train.loop import add_train_parser
 
     add_train_parser(sub)
 
@@ -39,14 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(typed)
 
     if args.command == "verify":
-        from lineage.verify import format_checks, run_verify
+        from lineage.measure.verify import format_checks, run_verify
 
         checks = run_verify(args.seed)
         print(format_checks(checks))
         return 0 if all(c.ok for c in checks) else 1
 
     if args.command == "train":
-        from lineage.train import run_train_command
+        from lineage.train.loop import run_train_command
 
         return run_train_command(args, sub.choices["train"], typed)
 
@@ -58,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
 
 SWEEP_HELP = """\
 Train every point of a grid file (mechanisms × front ends × pairs × lengths × widths × learning rates × seeds; see
-lineage/sweep.py and data/learned_memory_grid.json) as an independent job, appending each finished point to one JSON
+lineage/train/sweep.py and data/learned_memory_grid.json) as an independent job, appending each finished point to one
+JSON
 Lines file the moment it finishes. Running the same command again skips the points already in the file, so a crash
 or Ctrl-C loses only the points in flight. Points run on a local process pool sized to the machine, or with --ray on
 a Ray cluster (pip install ray): --ray alone starts Ray on this machine, --ray ADDRESS joins a running cluster."""
@@ -88,8 +89,8 @@ def _add_sweep_parser(sub) -> None:
 def _sweep(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
     import shlex
 
-    from lineage import sweep
     from lineage.cli import in_flags, interrupted, interruptible, refuse
+    from lineage.train import sweep
 
     if args.ray:
         refuse(parser, typed, ("--workers",), "on this machine's pool or a Ray instance started here (not ADDRESS)")
@@ -158,8 +159,8 @@ at the standard budget)."""
 
 
 def _add_bench_parser(sub) -> None:
-    from lineage.bench import BenchConfig
-    from lineage.bench_decode import BUDGETS
+    from lineage.measure.bench import BenchConfig
+    from lineage.measure.bench_decode import BUDGETS
 
     d = BenchConfig()
     b = sub.add_parser(
@@ -175,7 +176,7 @@ def _add_bench_parser(sub) -> None:
         "--budget",
         choices=tuple(BUDGETS),
         default="standard",
-        help="decode: how many contexts and repeats (lineage.bench_decode.BUDGETS)",
+        help="decode: how many contexts and repeats (lineage.measure.bench_decode.BUDGETS)",
     )
     ops = b.add_argument_group("ops")
     for name in ("B", "H", "T", "K", "V"):
@@ -234,7 +235,7 @@ def _bench(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
         print(message, file=sys.stderr, flush=True)
 
     if args.what == "decode":
-        from lineage.bench_decode import format_table, run_decode_benchmark, to_json
+        from lineage.measure.bench_decode import format_table, run_decode_benchmark, to_json
 
         threads_before = torch.get_num_threads()
         torch.set_num_threads(args.threads)
@@ -245,7 +246,7 @@ def _bench(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
         print(format_table(result))
         payload = to_json(result)
     else:
-        from lineage.bench import BenchConfig, format_result, run_bench
+        from lineage.measure.bench import BenchConfig, format_result, run_bench
 
         try:
             cfg = BenchConfig(

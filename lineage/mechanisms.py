@@ -5,7 +5,7 @@ recurrence, its colour, the stage-table row it belongs to and its public op — 
 hybrid schedules, verification, benchmark, Memory lab, footprints, plots and pages derive from it instead of
 repeating it. Adding a mechanism is one entry here plus its tests.
 
-The linear-memory family is one recurrence (:mod:`lineage.recurrence`) and two choices, which give the grid:
+The linear-memory family is one recurrence (:mod:`lineage.ops.recurrence`) and two choices, which give the grid:
 
     write rule \\ gate   none               scalar (per head)     channel (per key channel)
     additive            linear attention   Mamba-2               GLA
@@ -30,18 +30,18 @@ from types import MappingProxyType
 
 import torch
 
-from lineage.deltanet import deltanet
-from lineage.gated_deltanet import gated_deltanet
-from lineage.gla import gla
-from lineage.kda import kda
-from lineage.linear_attention import linear_attention
-from lineage.mamba2 import mamba2
-from lineage.softmax import softmax_attention
+from lineage.ops.deltanet import deltanet
+from lineage.ops.gated_deltanet import gated_deltanet
+from lineage.ops.gla import gla
+from lineage.ops.kda import kda
+from lineage.ops.linear_attention import linear_attention
+from lineage.ops.mamba2 import mamba2
+from lineage.ops.softmax import softmax_attention
 
 RULES = ("additive", "delta")
 GATES = ("none", "scalar", "channel")
 OUTPUT_GATES = ("none", "swish", "sigmoid")
-# How a layer computes its log-gate from x, by gate kind (see lineage.layers.LinearMemoryMixer.gates):
+# How a layer computes its log-gate from x, by gate kind (see lineage.models.layers.LinearMemoryMixer.gates):
 GATE_FORMS = {
     "none": ("none",),
     "scalar": ("softplus",),  # Mamba-2: g = −exp(A_log) · softplus(W x + dt_bias), one per head
@@ -84,15 +84,16 @@ class Mechanism:
         rule: "additive" | "delta" for the linear-memory family; None for the softmax family.
         gate: "none" | "scalar" | "channel".
         layer: what its layer puts around the recurrence; None for the softmax family (their layers are
-            :class:`lineage.softmax.CausalSelfAttention` and :class:`lineage.mla.MLA`).
+            :class:`lineage.ops.softmax.CausalSelfAttention` and :class:`lineage.models.mla.MLA`).
         colour: hex colour of the mechanism on every chart.
         stage: key of the stage-table row it belongs to.
         row: its row of the stage table, for mechanisms that introduce a stage of their own (``stage == key``);
             None where the row is written in :mod:`lineage.stages` (the softmax stages, the hybrid).
         op: the public op; None where the mechanism exists only as a layer (MLA).
         bare: keyword arguments that make ``op`` the bare shared recurrence (S += k vᵀ, no feature map, no
-            normaliser), so that it can be checked against :func:`lineage.recurrence.recurrent_memory`.
-        layer_kind: its kind in :mod:`lineage.footprints` and :mod:`lineage.hybrid` schedules (the key, except
+            normaliser), so that it can be checked against :func:`lineage.ops.recurrence.recurrent_memory`.
+        layer_kind: its kind in :mod:`lineage.measure.footprints` and :mod:`lineage.models.hybrid` schedules (the key,
+        except
             "mha" for softmax attention, whose footprint kinds are "mha" and "gqa").
     """
 
@@ -371,7 +372,8 @@ def softmax_mechanisms() -> tuple[Mechanism, ...]:
 def layer_kinds() -> tuple[str, ...]:
     """The one list of layer kinds: every mechanism's (``"mha"`` for softmax attention), in the table's order.
 
-    :mod:`lineage.hybrid` builds a layer of each; :mod:`lineage.footprints` sizes each, plus ``"gqa"``, softmax
+    :mod:`lineage.models.hybrid` builds a layer of each; :mod:`lineage.measure.footprints` sizes each, plus ``"gqa"``,
+    softmax
     attention with shared key/value heads, a cache layout of the same mechanism.
     """
     return tuple(m.layer_kind for m in MECHANISMS.values())

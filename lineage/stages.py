@@ -2,7 +2,7 @@
 
 Each stage records the problem it solved and the cost it introduced (one of each, the thread of the whole
 story), its paper, how its memory behaves as the context grows, and — for the linear-memory stages — its cell in
-the write-rule × gate grid of :mod:`lineage.recurrence`.
+the write-rule × gate grid of :mod:`lineage.ops.recurrence`.
 
 What a stage says about its mechanism (title, year, paper, write rule, gate, layer kind) comes from the table of
 mechanisms (:mod:`lineage.mechanisms`): every mechanism with a row of its own there is one stage here, in the
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lineage import footprints
+from lineage.measure import footprints
 from lineage.mechanisms import GATES, MECHANISMS, RULES, Mechanism, mechanism
 
 
@@ -32,7 +32,9 @@ class Stage:
     problem_solved: str
     cost_introduced: str
     mechanisms: tuple[str, ...]  # keys of lineage.mechanisms this stage runs
-    layer_kinds: tuple[str, ...]  # one layer schedule of lineage.footprints kinds: this stage's memory per layer
+    layer_kinds: tuple[
+        str, ...
+    ]  # one layer schedule of lineage.measure.footprints kinds: this stage's memory per layer
     rule: str | None = None  # "additive" | "delta" for the linear-memory family
     gate: str | None = None  # "none" | "scalar" | "channel"
     transition: str = ""  # one line leading *into* this stage, for the guided tour

@@ -28,10 +28,13 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from lineage import demo, footprints, hybrid, lab, scale  # noqa: E402
+from lineage import lab
 from lineage.device import get_device  # noqa: E402
+from lineage.measure import footprints
+from lineage.measure.timing import repeat_times  # noqa: E402
 from lineage.mechanisms import linear_mechanisms  # noqa: E402
-from lineage.timing import repeat_times  # noqa: E402
+from lineage.models import hybrid
+from lineage.teach import real_size, stage_runs  # noqa: E402
 from ui import caps as app_caps  # noqa: E402
 
 MB = 2**20
@@ -57,7 +60,7 @@ def measure(fn, repeats: int) -> tuple[float, float]:
     release_freed_memory()
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     before = _status_kb("VmRSS")
-    # the one timer (lineage.timing); each run starts from the same resident set (the release is untimed)
+    # the one timer (lineage.measure.timing); each run starts from the same resident set (the release is untimed)
     times = repeat_times(lambda _: fn(), get_device(), repeats, warmup=0, setup=release_freed_memory)
     return (_status_kb("VmHWM") - before) / 1024, statistics.median(times)
 
@@ -71,7 +74,7 @@ def scale_runs(repeats: int) -> dict[str, dict]:
     results = {}
     for T in lengths:
         for m in linear_mechanisms():
-            run = lambda m=m, T=T: scale.run_at_scale(m.key, T, K, cap.scale_heads)  # noqa: E731
+            run = lambda m=m, T=T: real_size.run_at_scale(m.key, T, K, cap.scale_heads)  # noqa: E731
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             mb, s = measure(run, repeats)
@@ -114,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     load = os.getloadavg()
     print(f"{os.cpu_count()} CPUs, {args.threads} torch thread(s), load {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
-    print("the stage pages' runs at real size (ui.scale), at this device's caps:")
+    print("the stage pages' runs at real size (ui.real_size), at this device's caps:")
     scale_results = scale_runs(args.repeats)
     if args.scale:
         load = os.getloadavg()
@@ -127,8 +130,8 @@ def main(argv: list[str] | None = None) -> int:
 
     runs = {}
     for device_kind, (T, D, HD) in {"cpu": (64, 16, 16), "gpu": (64, 32, 32)}.items():
-        runs[f"stage kda T={T} K=V={D} ({device_kind} caps)"] = lambda T=T, D=D: demo.run_stage("kda", T, D, D)
-        runs[f"softmax T={T} heads=12 head_dim={HD} ({device_kind} caps)"] = lambda T=T, HD=HD: demo.run_softmax(
+        runs[f"stage kda T={T} K=V={D} ({device_kind} caps)"] = lambda T=T, D=D: stage_runs.run_stage("kda", T, D, D)
+        runs[f"softmax T={T} heads=12 head_dim={HD} ({device_kind} caps)"] = lambda T=T, HD=HD: stage_runs.run_softmax(
             T, 12, HD
         )
     runs["hybrid decode, Kimi Linear 27 layers × 24 tokens"] = lambda: hybrid.decode_trace(

@@ -202,8 +202,8 @@ def main() -> int:
     import streamlit.logger
     import torch
 
-    import lineage.demo  # noqa: F401
     import lineage.plots  # noqa: F401
+    import lineage.teach.stage_runs  # noqa: F401
 
     _open("home")  # Streamlit's script runner, the sidebar, the home page's figure: warm before any timing
     # Clearing st.cache_data between sessions, outside any script run, makes Streamlit warn on every call. (Set after

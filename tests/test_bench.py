@@ -13,9 +13,9 @@ import statistics
 import pytest
 import torch
 
-from lineage import bench, timing
 from lineage.__main__ import main
-from lineage.bench import (
+from lineage.measure import bench, timing
+from lineage.measure.bench import (
     BenchConfig,
     GateDraw,
     busy_warning,
@@ -25,9 +25,9 @@ from lineage.bench import (
     run_bench,
     sweep_plan,
 )
-from lineage.mamba2 import mamba2
 from lineage.mechanisms import LayerOptions, Mechanism, linear_mechanisms, registered
-from lineage.recurrence import default_chunk_size
+from lineage.ops.mamba2 import mamba2
+from lineage.ops.recurrence import default_chunk_size
 
 TINY = BenchConfig(T=24, K=8, V=8, chunk_size=8, repeats=1, recurrent_repeats=1, matmul_repeats=1)
 TINY_ARGS = ["--T", "24", "--K", "8", "--V", "8", "--chunk-size", "8", "--repeats", "1", "--recurrent-repeats", "1"]

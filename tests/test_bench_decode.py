@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from lineage import bench_decode
-from lineage.bench_decode import (
+from lineage.device import get_device
+from lineage.measure import bench_decode
+from lineage.measure.bench_decode import (
     BUDGETS,
     MEMORY_CAP,
     MIN_CONTEXT,
@@ -23,7 +24,6 @@ from lineage.bench_decode import (
     run_decode_benchmark,
     to_json,
 )
-from lineage.device import get_device
 
 MiB = 2**20
 

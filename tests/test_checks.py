@@ -7,12 +7,12 @@ import threading
 import pytest
 import torch
 
-from lineage import _checks as checks
-from lineage.hybrid import HybridConfig, HybridStack
-from lineage.kda import kda
-from lineage.layers import LinearMemoryMixer, MixerConfig
-from lineage.linear_attention import linear_attention
-from lineage.mamba2 import mamba2_ssd
+from lineage import checks
+from lineage.models.hybrid import HybridConfig, HybridStack
+from lineage.models.layers import LinearMemoryMixer, MixerConfig
+from lineage.ops.kda import kda
+from lineage.ops.linear_attention import linear_attention
+from lineage.ops.mamba2 import mamba2_ssd
 
 
 def kda_inputs(T=5, K=4, V=3):

@@ -13,8 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import lineage.recurrence as recurrence
-from lineage.recurrence import chunk_memory, parallel_memory, recurrent_memory, unit_lower_inverse
+import lineage.ops.recurrence as recurrence
+from lineage.ops.recurrence import chunk_memory, parallel_memory, recurrent_memory, unit_lower_inverse
 from tests.util import CELLS, DTYPE_NAME, assert_close
 
 LENGTHS = (1, 15, 63, 64, 65, 300)

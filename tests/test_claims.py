@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lineage import claims, footprints
+from lineage.measure import footprints
 from lineage.plots.story import attention_story, story_memory
-from lineage.story import KEYS, MIN_T, QUERIES, make_story, token_vectors
+from lineage.teach import claims
+from lineage.teach.story import KEYS, MIN_T, QUERIES, make_story, token_vectors
 
 DEFAULT = claims.Knobs()  # β = 1, gates open on ordinary tokens, closed (α = 0) at the switch
 

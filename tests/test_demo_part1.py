@@ -1,4 +1,4 @@
-"""The live runs behind the GPT-2, KV cache, linear attention and DeltaNet pages (lineage.demo)."""
+"""The live runs behind the GPT-2, KV cache, linear attention and DeltaNet pages (lineage.teach.stage_runs)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from lineage import demo
-from lineage.kv_cache import KVCache
+from lineage.ops.kv_cache import KVCache
+from lineage.teach import stage_runs
 
 
 def test_softmax_run_counts_rows_and_bytes_from_the_loops():
     T, H, hd = 10, 3, 4
-    run = demo.run_softmax(T, H, hd, seed=1, block_size=4)
+    run = stage_runs.run_softmax(T, H, hd, seed=1, block_size=4)
     assert run.rows_recompute == T * (T + 1) // 2 == run.cost.rows_recompute.sum()
     assert run.rows_cached == T
     assert run.err_recompute < 1e-5 and run.err_tiled < 1e-5
@@ -27,7 +27,11 @@ def test_softmax_run_counts_rows_and_bytes_from_the_loops():
 
 
 def test_softmax_run_is_deterministic_per_seed():
-    a, b, c = demo.run_softmax(6, 2, 4, seed=3), demo.run_softmax(6, 2, 4, seed=3), demo.run_softmax(6, 2, 4, seed=4)
+    a, b, c = (
+        stage_runs.run_softmax(6, 2, 4, seed=3),
+        stage_runs.run_softmax(6, 2, 4, seed=3),
+        stage_runs.run_softmax(6, 2, 4, seed=4),
+    )
     np.testing.assert_array_equal(a.trace.attn, b.trace.attn)
     assert not np.array_equal(a.trace.attn, c.trace.attn)
 
@@ -35,20 +39,20 @@ def test_softmax_run_is_deterministic_per_seed():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        (dict(T=demo.DEMO_LIMITS["T"] + 1), "T must be <="),
-        (dict(n_heads=demo.SOFTMAX_MAX_HEADS + 1), "n_heads must be <="),
+        (dict(T=stage_runs.DEMO_LIMITS["T"] + 1), "T must be <="),
+        (dict(n_heads=stage_runs.SOFTMAX_MAX_HEADS + 1), "n_heads must be <="),
         (dict(head_dim=0), "head_dim must be >= 1"),
         (dict(T=4, block_size=8), "block_size must be <= 4"),
     ],
 )
 def test_softmax_run_rejects_bad_sizes(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        demo.run_softmax(**kwargs)
+        stage_runs.run_softmax(**kwargs)
 
 
 def test_recall_is_exact_for_the_first_pair_and_blurs_as_linear_attention_adds():
-    run = demo.run_stage("linear_attention", T=24, K=6, V=5)
-    r = demo.recall(run)
+    run = stage_runs.run_stage("linear_attention", T=24, K=6, V=5)
+    r = stage_runs.recall(run)
     assert r.error.shape == (24, 24) and np.isnan(r.error[np.triu_indices(24, 1)]).all()
     assert r.by_step[0] < 1e-5  # one pair stored: the normalised read returns it exactly
     assert r.by_step[-1] > 0.5  # many overlapping positive keys: reads are blends
@@ -56,8 +60,8 @@ def test_recall_is_exact_for_the_first_pair_and_blurs_as_linear_attention_adds()
 
 
 def test_delta_rule_stores_the_newest_pair_exactly_at_beta_one():
-    run = demo.run_stage("deltanet", T=16, K=8, V=8, rule=demo.GateRule(beta=1.0))
-    r = demo.recall(run)
+    run = stage_runs.run_stage("deltanet", T=16, K=8, V=8, rule=stage_runs.GateRule(beta=1.0))
+    r = stage_runs.recall(run)
     assert r.by_age[0] < 1e-5
     assert r.by_age[8] > r.by_age[0]
     assert r.state_norm.max() < 2 * np.linalg.norm(run.v, axis=1).max() * np.sqrt(8)  # bounded, not growing
@@ -65,24 +69,24 @@ def test_delta_rule_stores_the_newest_pair_exactly_at_beta_one():
 
 @pytest.mark.parametrize("beta", [0.0, 0.3, 1.0])
 def test_write_gaps_close_a_fraction_beta(beta):
-    run = demo.run_stage("deltanet", T=12, K=4, V=4, rule=demo.GateRule(beta=beta))
-    before, after = demo.write_gaps(run)
+    run = stage_runs.run_stage("deltanet", T=12, K=4, V=4, rule=stage_runs.GateRule(beta=beta))
+    before, after = stage_runs.write_gaps(run)
     np.testing.assert_allclose(after, (1 - beta) * before, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("stage", ["linear_attention", "deltanet", "gated_deltanet", "kda"])
 def test_mixing_matrix_reproduces_the_outputs(stage):
-    run = demo.run_stage(stage, T=9, K=4, V=3)
-    A = demo.mixing_matrix(run)
+    run = stage_runs.run_stage(stage, T=9, K=4, V=3)
+    A = stage_runs.mixing_matrix(run)
     assert A.shape == (9, 9) and (A[np.triu_indices(9, 1)] == 0).all()  # causal
     np.testing.assert_allclose(A @ run.v, run.trace.output[0, 0], rtol=1e-4, atol=1e-6)
 
 
 def test_chunk_size_sweep_times_every_power_of_two():
-    sweep = demo.chunk_size_sweep(T=12, D=4, repeats=1)
+    sweep = stage_runs.chunk_size_sweep(T=12, D=4, repeats=1)
     assert sweep.chunk_sizes.tolist() == [1, 2, 4, 8]
     assert (sweep.seconds > 0).all()
-    assert sweep.model_flops.tolist() == [demo.chunk_flops(12, 4, C) for C in (1, 2, 4, 8)]
-    assert demo.chunk_flops(12, 4, 8) == 2 * 12 * 16 + 2 * 12 * 8 * 4
+    assert sweep.model_flops.tolist() == [stage_runs.chunk_flops(12, 4, C) for C in (1, 2, 4, 8)]
+    assert stage_runs.chunk_flops(12, 4, 8) == 2 * 12 * 16 + 2 * 12 * 8 * 4
     with pytest.raises(ValueError, match="chunk_size must be >= 1"):
-        demo.chunk_size_sweep(T=8, D=4, chunk_sizes=[0], repeats=1)
+        stage_runs.chunk_size_sweep(T=8, D=4, chunk_sizes=[0], repeats=1)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from lineage import recurrence
-from lineage.equations import EQUATIONS, chunked_delta, code_lines, equation
+from lineage.ops import recurrence
 from lineage.stages import all_stages
+from lineage.teach.equations import EQUATIONS, chunked_delta, code_lines, equation
 
 
 def test_every_stage_has_an_equation_with_a_marked_change_and_code():

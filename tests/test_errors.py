@@ -7,10 +7,10 @@ import itertools
 import pytest
 import torch
 
-from lineage.layers import LinearMemoryMixer, MixerConfig
-from lineage.linear_attention import linear_attention
-from lineage.mamba2 import mamba2_ssd
-from lineage.recurrence import run_memory
+from lineage.models.layers import LinearMemoryMixer, MixerConfig
+from lineage.ops.linear_attention import linear_attention
+from lineage.ops.mamba2 import mamba2_ssd
+from lineage.ops.recurrence import run_memory
 from tests.util import EXTRA_ARGS, MODES, STAGES, call_stage, make_inputs, stage_inputs
 
 

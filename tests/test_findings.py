@@ -7,10 +7,10 @@ from dataclasses import asdict
 
 import pytest
 
-from lineage import findings
-from lineage.lm import LMConfig
-from lineage.tasks import TaskConfig
-from lineage.train import TrainConfig
+from lineage.models.lm import LMConfig
+from lineage.train import findings
+from lineage.train.loop import TrainConfig
+from lineage.train.tasks import TaskConfig
 
 
 def fake(mixer, acc, *, pairs=4, lr=1e-3, seed=0, steps=None, front_end="conv", width=64, max_steps=500):

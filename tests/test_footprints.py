@@ -8,8 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from lineage import footprints
-from lineage.footprints import (
+from lineage.measure import footprints
+from lineage.measure.footprints import (
     DTYPE_BYTES,
     GPU_PRESETS,
     KIMI_PAPER_CLAIM,

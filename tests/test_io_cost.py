@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lineage.io_cost import recompute_generation_cost, standard_attention_io_bytes, tiled_attention_io_bytes
+from lineage.ops.io_cost import recompute_generation_cost, standard_attention_io_bytes, tiled_attention_io_bytes
 
 
 def quadratic_part(io_of_T, T: int) -> int:

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from lineage.kv_cache import KVCache
+from lineage.ops.kv_cache import KVCache
 
 
 def test_kv_cache_grows_geometrically_and_holds_what_was_appended():

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lineage.layers import Block, LinearMemoryMixer, MixerConfig
 from lineage.mechanisms import linear_mechanisms, mechanism
+from lineage.models.layers import Block, LinearMemoryMixer, MixerConfig
 from lineage.numerics import rel_rms
 from tests.util import assert_close
 

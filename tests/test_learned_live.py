@@ -1,5 +1,5 @@
 """The Learned memory page's default live run can succeed: each default mixer reaches the target within the default
-step budget, on one CPU thread, with the page's own settings (lineage.train.LIVE_*; the measured times are there).
+step budget, on one CPU thread, with the page's own settings (lineage.train.loop.LIVE_*; the measured times are there).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from lineage.train import LIVE_MIXERS, LIVE_MODEL, LIVE_TASK, LIVE_TRAINING, train
+from lineage.train.loop import LIVE_MIXERS, LIVE_MODEL, LIVE_TASK, LIVE_TRAINING, train
 
 
 @pytest.fixture(autouse=True)

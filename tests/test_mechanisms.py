@@ -11,10 +11,12 @@ import re
 import pytest
 import torch
 
-from lineage import bench, footprints, hybrid, lab, mechanisms, stages, verify
-from lineage.layers import LinearMemoryMixer, MixerConfig
+from lineage import lab, mechanisms, stages
+from lineage.measure import bench, footprints, verify
 from lineage.mechanisms import MECHANISMS, LayerOptions, Mechanism, StageRow, linear_mechanisms, mechanism
-from lineage.recurrence import run_memory
+from lineage.models import hybrid
+from lineage.models.layers import LinearMemoryMixer, MixerConfig
+from lineage.ops.recurrence import run_memory
 from tests.util import assert_close
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -244,9 +246,10 @@ def _enumerations(tree: ast.AST, names: set[str]):
             yield node.lineno, sorted(listed)
 
 
-# Modules that may key content by stage: lineage/equations.py holds each stage page's own equation text and code
-# markers (presentation written per stage, like a page's prose; lineage.equations.equation says which stages have one).
-PER_STAGE_CONTENT = {"lineage/equations.py"}
+# Modules that may key content by stage: lineage/teach/equations.py holds each stage page's own equation text and code
+# markers (presentation written per stage, like a page's prose; lineage.teach.equations.equation says which stages
+# have one).
+PER_STAGE_CONTENT = {"lineage/teach/equations.py"}
 
 
 def test_no_module_lists_the_mechanisms_again_or_uses_the_old_name():

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lineage.mla import MLA, MLACache, rope
-from lineage.softmax import decode_cached
+from lineage.models.mla import MLA, MLACache, rope
+from lineage.ops.softmax import decode_cached
 from tests.util import assert_close
 
 D_MODEL, HEADS = 32, 4

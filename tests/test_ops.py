@@ -9,12 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lineage.deltanet import deltanet
-from lineage.gated_deltanet import gated_deltanet
-from lineage.linear_attention import NORMALIZER_EPS, linear_attention
-from lineage.mamba2 import mamba2, mamba2_ssd
 from lineage.numerics import rel_rms
-from lineage.recurrence import recurrent_memory
+from lineage.ops.deltanet import deltanet
+from lineage.ops.gated_deltanet import gated_deltanet
+from lineage.ops.linear_attention import NORMALIZER_EPS, linear_attention
+from lineage.ops.mamba2 import mamba2, mamba2_ssd
+from lineage.ops.recurrence import recurrent_memory
 from tests.util import (
     DTYPE_NAME,
     MODES,

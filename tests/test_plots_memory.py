@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lineage import plots
-from lineage.footprints import GPU_PRESETS, MODELS, kv_cache_curve
+from lineage.measure.footprints import GPU_PRESETS, MODELS, kv_cache_curve
 from lineage.plots.memory import COPY_LINE_GROUP, GPU_LINE_GROUP
 
 LENS = np.array([1, 10, 100, 1000, 10_000, 100_000, 1_048_576], dtype=np.int64)

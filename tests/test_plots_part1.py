@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lineage import demo, plots
+from lineage import plots
 from lineage.plots.core import MAX_FRAMES, TEXT_MAX_CELLS, TEXT_MAX_SIDE
+from lineage.teach import stage_runs
 
 RNG = np.random.default_rng(0)
 
@@ -88,7 +89,7 @@ def test_kv_cache_growth_appends_one_column_per_frame():
 
 
 def test_online_softmax_ends_with_the_softmax_max_and_normaliser():
-    run = demo.run_softmax(T=20, n_heads=2, head_dim=4, block_size=8)
+    run = stage_runs.run_softmax(T=20, n_heads=2, head_dim=4, block_size=8)
     tr = run.tiled
     fig = plots.online_softmax(run.scores, tr.q_block, tr.k_block, tr.m_steps, tr.l_steps, tr.block_size)
     assert_animation_rules(fig, len(tr.q_block))  # one frame per (query block, key block) pair: 1 + 2 + 3 = 6
@@ -104,7 +105,7 @@ def test_online_softmax_ends_with_the_softmax_max_and_normaliser():
 
 
 def test_static_cost_and_traffic_charts_mark_the_step():
-    cost = demo.run_softmax(T=12, n_heads=1, head_dim=4, block_size=4).cost
+    cost = stage_runs.run_softmax(T=12, n_heads=1, head_dim=4, block_size=4).cost
     fig = plots.recompute_cost(
         cost.position, (cost.rows_recompute, cost.rows_cached), (cost.flops_recompute, cost.flops_cached), step=3
     )
@@ -149,7 +150,7 @@ def test_big_panels_print_no_values():
 
 
 def test_delta_rule_steps_stacks_read_target_and_correction():
-    run = demo.run_stage("deltanet", T=10, K=4, V=5, rule=demo.GateRule(beta=0.5))
+    run = stage_runs.run_stage("deltanet", T=10, K=4, V=5, rule=stage_runs.GateRule(beta=0.5))
     read, delta = run.trace.read[0, 0], run.trace.delta[0, 0]
     fig = plots.delta_rule_steps(run.k, read, run.v, delta, run.states, start=3)
     assert_animation_rules(fig, 10)
@@ -164,8 +165,8 @@ def test_delta_rule_steps_stacks_read_target_and_correction():
 
 @pytest.mark.parametrize(("T", "C", "n_chunks"), [(16, 4, 4), (10, 4, 3), (8, 8, 1), (5, 1, 5)])
 def test_chunk_schedule_splits_outputs_into_intra_chunk_and_state_parts(T, C, n_chunks):
-    run = demo.run_stage("deltanet", T=T, K=4, V=4)
-    A = demo.mixing_matrix(run)
+    run = stage_runs.run_stage("deltanet", T=T, K=4, V=4)
+    A = stage_runs.mixing_matrix(run)
     fig = plots.chunk_schedule(A, C)
     assert_animation_rules(fig, n_chunks)
     intra, inter = (z(d) for d in fig.frames[-1].data)

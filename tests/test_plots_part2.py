@@ -10,8 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lineage import demo, footprints, hybrid, plots
+from lineage import plots
+from lineage.measure import footprints
+from lineage.models import hybrid
 from lineage.plots.core import MAX_FRAMES
+from lineage.teach import stage_runs
 
 RNG = np.random.default_rng(0)
 
@@ -99,7 +102,7 @@ def test_gates_by_channel_is_channels_by_time_on_the_unit_range():
 
 
 def test_retention_map_keeps_blanks_past_the_end():
-    r = demo.retention(np.log(np.full((6, 1), 0.5)))[:, :, 0]
+    r = stage_runs.retention(np.log(np.full((6, 1), 0.5)))[:, :, 0]
     (tr,) = plots.retention_map(r, title="t").data
     z = heat(tr)
     np.testing.assert_array_equal(np.isnan(z), np.isnan(r))
@@ -179,38 +182,38 @@ def test_bytes_heatmap_is_layers_by_tokens():
 
 
 def test_decay_mask_is_retention_reindexed_and_the_parallel_forms_mask():
-    run = demo.run_stage("mamba2", 12, 4, 3, 1, demo.GateRule(alpha=0.8, alpha_jitter=1.0), repeats=1)
-    mask = demo.decay_mask(run.g)[:, :, 0]
-    ret = demo.retention(run.g)[:, :, 0]
+    run = stage_runs.run_stage("mamba2", 12, 4, 3, 1, stage_runs.GateRule(alpha=0.8, alpha_jitter=1.0), repeats=1)
+    mask = stage_runs.decay_mask(run.g)[:, :, 0]
+    ret = stage_runs.retention(run.g)[:, :, 0]
     for x in range(12):
         np.testing.assert_allclose(mask[x:, x], ret[x, : 12 - x], rtol=1e-12)
     assert np.all(np.triu(mask, 1) == 0)
     # state space duality: the parallel form's matrix is the mask times scale·QKᵀ
-    np.testing.assert_allclose(demo.mixing_matrix(run), mask * run.scale * (run.q @ run.k.T), atol=1e-6)
+    np.testing.assert_allclose(stage_runs.mixing_matrix(run), mask * run.scale * (run.q @ run.k.T), atol=1e-6)
 
 
 def test_decay_mask_of_a_wipe_keeps_only_the_diagonal():
-    run = demo.run_stage("mamba2", 6, 3, 3, 0, demo.GateRule(alpha=0.0), repeats=1)
-    np.testing.assert_array_equal(demo.decay_mask(run.g)[:, :, 0], np.eye(6))
+    run = stage_runs.run_stage("mamba2", 6, 3, 3, 0, stage_runs.GateRule(alpha=0.0), repeats=1)
+    np.testing.assert_array_equal(stage_runs.decay_mask(run.g)[:, :, 0], np.eye(6))
     with pytest.raises(ValueError, match=r"g must be a non-empty \[T\] or \[T, K\] array"):
-        demo.decay_mask(np.zeros((2, 2, 2)))
+        stage_runs.decay_mask(np.zeros((2, 2, 2)))
 
 
 def test_gate_off_gives_exactly_zero_log_gates():
-    rule = demo.gate_off(demo.GateRule(alpha=0.3, alpha_min=0.1, alpha_jitter=2.0))
-    assert not demo.run_stage("kda", 5, 3, 3, 0, rule, repeats=1).g.any()
+    rule = stage_runs.gate_off(stage_runs.GateRule(alpha=0.3, alpha_min=0.1, alpha_jitter=2.0))
+    assert not stage_runs.run_stage("kda", 5, 3, 3, 0, rule, repeats=1).g.any()
 
 
 def test_matched_scalar_rule_takes_the_channels_mean():
-    rule = demo.matched_scalar_rule(demo.GateRule(alpha=0.9, alpha_min=0.5, beta=0.3), 5)
+    rule = stage_runs.matched_scalar_rule(stage_runs.GateRule(alpha=0.9, alpha_min=0.5, beta=0.3), 5)
     assert rule.alpha == rule.alpha_min == pytest.approx(0.7) and rule.beta == 0.3
 
 
 def test_state_norms():
     s = states(4)
-    np.testing.assert_allclose(demo.state_norms(s), [np.linalg.norm(m) for m in s])
+    np.testing.assert_allclose(stage_runs.state_norms(s), [np.linalg.norm(m) for m in s])
     with pytest.raises(ValueError, match=r"states must be \[T, K, V\]"):
-        demo.state_norms(s[0])
+        stage_runs.state_norms(s[0])
 
 
 def test_kimi_linear_spec_follows_the_schedule():

@@ -15,8 +15,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from lineage import demo, lab, plots, scale
+from lineage import lab, plots
 from lineage.plots.present import PROJECTION, projecting
+from lineage.teach import real_size, stage_runs
 
 RNG = np.random.default_rng(0)
 SCHEDULE = ("kda", "kda", "mla", "kda")
@@ -28,18 +29,18 @@ LENS = np.array([1, 10, 100, 1000])
 def runs():
     lab_settings = lab.LabSettings(d_k=8, keys="random", noise=0.0, seed=0)
     return dict(
-        softmax=demo.run_softmax(T=12, n_heads=2, head_dim=4, block_size=4),
-        linear=demo.run_stage("linear_attention", 10, 4, 5, 0, repeats=1),
-        delta=demo.run_stage("deltanet", 10, 4, 5, 0, repeats=1),
-        mamba2=demo.run_stage("mamba2", 10, 4, 5, 0, demo.GateRule(alpha=0.9, alpha_jitter=1.0), repeats=1),
-        kda=demo.run_stage("kda", 10, 4, 5, 0, demo.GateRule(alpha=0.99, alpha_min=0.5), repeats=1),
-        sweep=demo.chunk_size_sweep(16, 4, 0, repeats=1),
+        softmax=stage_runs.run_softmax(T=12, n_heads=2, head_dim=4, block_size=4),
+        linear=stage_runs.run_stage("linear_attention", 10, 4, 5, 0, repeats=1),
+        delta=stage_runs.run_stage("deltanet", 10, 4, 5, 0, repeats=1),
+        mamba2=stage_runs.run_stage("mamba2", 10, 4, 5, 0, stage_runs.GateRule(alpha=0.9, alpha_jitter=1.0), repeats=1),
+        kda=stage_runs.run_stage("kda", 10, 4, 5, 0, stage_runs.GateRule(alpha=0.99, alpha_min=0.5), repeats=1),
+        sweep=stage_runs.chunk_size_sweep(16, 4, 0, repeats=1),
         overwrite=lab.overwrite(lab_settings, lab.OVERWRITE_GATES, n_between=2),
         capacity=lab.capacity(lab_settings, lab.CAPACITY_GATES, n_max=12, trials=1),
         topic=lab.topic_switch(lab_settings, lab.TOPIC_GATES, n_a=6, n_b=4),
         retention=lab.retention(lab_settings, lab.RETENTION_GATES, n_long=2, n_short=6),
         needle=lab.needle(lab_settings, lab.RETENTION_GATES, n_fill=8),
-        scale=scale.run_at_scale("kda", 64, 4, 2, chunk_size=8, max_points=6, repeats=1),
+        scale=real_size.run_at_scale("kda", 64, 4, 2, chunk_size=8, max_points=6, repeats=1),
     )
 
 
@@ -66,7 +67,7 @@ def _softmax(r):
 
 def _linear(r):
     la, dn = r["linear"], r["delta"]
-    rec = demo.recall(la)
+    rec = stage_runs.recall(la)
     return {
         "write_and_state": lambda: plots.write_and_state(la.k, la.trace.delta[0, 0], la.states, start=4, title="t"),
         "delta_rule_steps": lambda: plots.delta_rule_steps(
@@ -74,8 +75,8 @@ def _linear(r):
         ),
         "recall_and_norm": lambda: plots.recall_and_norm(rec.by_step, rec.state_norm, step=3, title="t"),
         "recall_by_age": lambda: plots.recall_by_age({"a": rec.by_age, "b": 2 * rec.by_age}, emphasis="a"),
-        "mixing": lambda: plots.mixing(demo.mixing_matrix(la), title="t"),
-        "chunk_schedule": lambda: plots.chunk_schedule(demo.mixing_matrix(dn), 4, title="t"),
+        "mixing": lambda: plots.mixing(stage_runs.mixing_matrix(la), title="t"),
+        "chunk_schedule": lambda: plots.chunk_schedule(stage_runs.mixing_matrix(dn), 4, title="t"),
         "chunk_timing": lambda: plots.chunk_timing(
             r["sweep"].chunk_sizes, r["sweep"].seconds, r["sweep"].model_flops, chosen=4, title="t"
         ),
@@ -89,12 +90,12 @@ def _gated(r):
             {"a": np.linspace(0, 1, 10), "b": np.ones(10)}, title="t", y_title="y", step=3, y_range=(0, 1.05)
         ),
         "gates_by_channel": lambda: plots.gates_by_channel(kd.trace.decay[0, 0], title="t", step=4),
-        "retention_map": lambda: plots.retention_map(demo.retention(m2.g)[:, :, 0], title="t"),
+        "retention_map": lambda: plots.retention_map(stage_runs.retention(m2.g)[:, :, 0], title="t"),
         "channel_retention": lambda: plots.channel_retention(
-            {"a": demo.retention(kd.g)[0], "b": demo.retention(m2.g)[0]}, title="t"
+            {"a": stage_runs.retention(kd.g)[0], "b": stage_runs.retention(m2.g)[0]}, title="t"
         ),
         "decay_mask_and_attention": lambda: plots.decay_mask_and_attention(
-            demo.decay_mask(m2.g)[:, :, 0], demo.mixing_matrix(m2), title="t", step=3
+            stage_runs.decay_mask(m2.g)[:, :, 0], stage_runs.mixing_matrix(m2), title="t", step=3
         ),
         "state_animation": lambda: plots.state_animation(
             {"a": kd.states}, gate=kd.trace.decay[0, 0], title="t", start=5

@@ -11,7 +11,7 @@ import itertools
 import pytest
 import torch
 
-from lineage.recurrence import chunk_memory_minimal, recurrent_memory, run_memory
+from lineage.ops.recurrence import chunk_memory_minimal, recurrent_memory, run_memory
 from tests.util import CELLS, DTYPE_NAME, GATED_STAGES, MODES, STAGE_CELL, assert_close, make_inputs
 
 

@@ -1,4 +1,5 @@
-"""lineage.scale: a stage at real size — summaries segment by segment, the first steps exactly, sizes and errors."""
+"""lineage.teach.real_size: a stage at real size — summaries segment by segment, the first steps exactly, sizes and
+errors."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from lineage import plots, scale
+from lineage import plots
+from lineage.measure.timing import timed
 from lineage.mechanisms import linear_mechanisms
-from lineage.recurrence import chunk_memory
-from lineage.timing import timed
+from lineage.ops.recurrence import chunk_memory
+from lineage.teach import real_size
 
 LINEAR = [m.key for m in linear_mechanisms()]
 RTOL = 1e-5  # fp32: a state or norm built in a different order of the same fp32 sums
@@ -24,7 +26,7 @@ def rel(a, b) -> float:
 def runs():
     """Every linear stage at a small real-size run: T = 200 (not a multiple of the chunk), 3 heads of 8, 16 points
     at most, chunk 8, so the segments hold 2 chunks each and the last one is short."""
-    return {key: scale.run_at_scale(key, 200, 8, 3, seed=5, chunk_size=8, max_points=16) for key in LINEAR}
+    return {key: real_size.run_at_scale(key, 200, 8, 3, seed=5, chunk_size=8, max_points=16) for key in LINEAR}
 
 
 # ---- segments: how a long run is cut into at most max_points pieces ---------------------------------------------
@@ -34,7 +36,7 @@ def runs():
 @pytest.mark.parametrize("C", [1, 8, 32, 64])
 @pytest.mark.parametrize("max_points", [1, 3, 16, 256])
 def test_segments_cover_the_run_in_whole_chunks_and_stay_within_max_points(T, C, max_points):
-    ends = scale.segment_ends(T, C, max_points)
+    ends = real_size.segment_ends(T, C, max_points)
     assert 1 <= ends.size <= max_points and ends[-1] == T
     lengths = np.diff(np.concatenate([[0], ends]))
     assert (lengths > 0).all()
@@ -53,9 +55,9 @@ def test_segments_cover_the_run_in_whole_chunks_and_stay_within_max_points(T, C,
     [(8, 8, 200, 32), (64, 64, 8192, 32), (64, 65, 8192, 31), (128, 128, 65_536, 8), (8, 8, 5, 5), (1024, 1024, 9, 1)],
 )
 def test_the_first_steps_drawn_exactly_stay_within_the_cell_budget(K, state_V, T, first):
-    n = scale.first_step_count(T, K, state_V)
+    n = real_size.first_step_count(T, K, state_V)
     assert n == first
-    assert n == 1 or n * K * state_V <= scale.FIRST_STEP_CELLS
+    assert n == 1 or n * K * state_V <= real_size.FIRST_STEP_CELLS
 
 
 # ---- the run: summaries, exact first steps, the final state -------------------------------------------------------
@@ -64,13 +66,13 @@ def test_the_first_steps_drawn_exactly_stay_within_the_cell_budget(K, state_V, T
 @pytest.mark.parametrize("key", LINEAR)
 def test_summaries_have_the_stated_sizes(runs, key):
     r = runs[key]
-    n = scale.segment_ends(200, 8, 16).size
+    n = real_size.segment_ends(200, 8, 16).size
     assert n == 13 and r.segment == 16 and r.segment_ends[-1] == 200  # 25 chunks of 8, two per segment
     assert r.state_norm.shape == (3, n) and r.row_norms.shape == (n, 8)
     assert r.output_mean.shape == r.output_max.shape == (n,)
     state_V = 9 if next(m for m in linear_mechanisms() if m.key == key).layer.normalize else 8
     assert r.state_V == state_V and r.first_states.shape == (r.n_first, 8, state_V)
-    assert r.n_first == scale.first_step_count(200, 8, state_V) == 32
+    assert r.n_first == real_size.first_step_count(200, 8, state_V) == 32
     assert (r.first_decay is None) == (r.stage in [m.key for m in linear_mechanisms() if m.gate == "none"])
     if r.first_decay is not None:
         assert r.first_decay.shape == (r.n_first, 8) and ((r.first_decay > 0) & (r.first_decay <= 1)).all()
@@ -84,7 +86,7 @@ def test_the_summaries_are_those_of_one_call_over_the_whole_sequence(runs, key):
     """Recomputed independently: one call of the stage's op over all 200 tokens gives the outputs whose segment means
     and maxima the run reports, and prefixes of the sequence give the states it reports after each segment."""
     r, m = runs[key], next(m for m in linear_mechanisms() if m.key == key)
-    q, k, v, g, beta = scale.make_inputs(key, 200, 3, 8, 5, "cpu")
+    q, k, v, g, beta = real_size.make_inputs(key, 200, 3, 8, 5, "cpu")
     o, _ = m.call(q, k, v, g, beta, chunk_size=8)
     norms = o[0, 0].norm(dim=-1).numpy()
     starts = np.concatenate([[0], r.segment_ends[:-1]])
@@ -103,7 +105,7 @@ def test_the_summaries_are_those_of_one_call_over_the_whole_sequence(runs, key):
 def test_the_first_steps_are_the_states_of_the_op_step_by_step(runs, key):
     r, m = runs[key], next(m for m in linear_mechanisms() if m.key == key)
     assert r.err_first < RTOL and r.err_segments < RTOL
-    q, k, v, g, beta = scale.make_inputs(key, 200, 3, 8, 5, "cpu")
+    q, k, v, g, beta = real_size.make_inputs(key, 200, 3, 8, 5, "cpu")
     for t in (0, 6, r.n_first - 1):
         cut = (None if x is None else x[:1, :1, : t + 1] for x in (q, k, v, g, beta))
         _, S = m.call(*cut, mode="recurrent", output_final_state=True)
@@ -113,7 +115,7 @@ def test_the_first_steps_are_the_states_of_the_op_step_by_step(runs, key):
 @pytest.mark.parametrize("split", [8, 96, 192])
 def test_segment_by_segment_from_the_returned_state_is_one_chunk_memory_call(split):
     """The public contract the summaries rest on: any cut, the state carried over, gives one call's final state."""
-    q, k, v, g, beta = (None if x is None else x.double() for x in scale.make_inputs("kda", 200, 2, 8, 1, "cpu"))
+    q, k, v, g, beta = (None if x is None else x.double() for x in real_size.make_inputs("kda", 200, 2, 8, 1, "cpu"))
     _, whole = chunk_memory(q, k, v, g, beta, rule="delta", output_final_state=True, chunk_size=8)
     state = None
     for a, b in ((0, split), (split, 200)):
@@ -124,9 +126,9 @@ def test_segment_by_segment_from_the_returned_state_is_one_chunk_memory_call(spl
 
 def test_the_inputs_follow_the_seed_and_the_stages_gate():
     for m in linear_mechanisms():
-        a = scale.make_inputs(m.key, 40, 2, 4, 3, "cpu")
-        b = scale.make_inputs(m.key, 40, 2, 4, 3, "cpu")
-        c = scale.make_inputs(m.key, 40, 2, 4, 4, "cpu")
+        a = real_size.make_inputs(m.key, 40, 2, 4, 3, "cpu")
+        b = real_size.make_inputs(m.key, 40, 2, 4, 3, "cpu")
+        c = real_size.make_inputs(m.key, 40, 2, 4, 4, "cpu")
         assert all(torch.equal(x, y) for x, y in zip(a[:3], b[:3], strict=True))
         assert not torch.equal(a[0], c[0])
         q, k, v, g, beta = a
@@ -141,13 +143,13 @@ def test_the_inputs_follow_the_seed_and_the_stages_gate():
             assert ((beta > 0) & (beta < 1)).all()
         if m.layer.l2norm:
             torch.testing.assert_close(k.norm(dim=-1), torch.ones(1, 2, 40))
-        assert scale.inputs_text(m.key).startswith("q, k, v ~ N(0, 1)")
+        assert real_size.inputs_text(m.key).startswith("q, k, v ~ N(0, 1)")
 
 
 def test_the_timing_is_of_one_call_of_the_op():
     """The run's wall time is the same order as timing the op directly (a loose check: a shared machine drifts)."""
-    r = scale.run_at_scale("kda", 2048, 16, 2, chunk_size=32, repeats=3)
-    q, k, v, g, beta = scale.make_inputs("kda", 2048, 2, 16, 0, "cpu")
+    r = real_size.run_at_scale("kda", 2048, 16, 2, chunk_size=32, repeats=3)
+    q, k, v, g, beta = real_size.make_inputs("kda", 2048, 2, 16, 0, "cpu")
     m = next(m for m in linear_mechanisms() if m.key == "kda")
     direct = min(timed(lambda: m.call(q, k, v, g, beta, chunk_size=32), torch.device("cpu"))[1] for _ in range(3))
     assert r.repeats == 3 and direct / 5 < r.seconds < direct * 5
@@ -173,14 +175,14 @@ def test_the_timing_is_of_one_call_of_the_op():
 def test_bad_sizes_raise_a_value_error_naming_the_argument(kwargs, match):
     args = {"stage_key": "kda", "T": 64, "K": 8, "heads": 2} | kwargs
     with pytest.raises(ValueError, match=match):
-        scale.run_at_scale(**args)
+        real_size.run_at_scale(**args)
 
 
 def test_a_size_that_is_not_an_int_is_a_type_error():
     with pytest.raises(TypeError, match="T must be an int"):
-        scale.run_at_scale("kda", 64.0, 8, 2)
+        real_size.run_at_scale("kda", 64.0, 8, 2)
     with pytest.raises(ValueError, match="T must be >= 1"):
-        scale.segment_ends(0, 8)
+        real_size.segment_ends(0, 8)
 
 
 # ---- figures ------------------------------------------------------------------------------------------------------

@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lineage.io_cost import standard_attention_io_bytes
-from lineage.kv_cache import KVCache
-from lineage.softmax import (
+from lineage.ops.io_cost import standard_attention_io_bytes
+from lineage.ops.kv_cache import KVCache
+from lineage.ops.softmax import (
     CausalSelfAttention,
     decode_cached,
     decode_recompute,

@@ -1,4 +1,5 @@
-"""The written story (lineage.story_text): valid stories read as written, hostile ones are refused line by line, and a
+"""The written story (lineage.teach.story_text): valid stories read as written, hostile ones are refused line by line,
+and a
 story survives its round trips through text and through a link."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lineage.story import make_story, scripted_text
-from lineage.story_text import FILLER, MAX_NAME, MAX_TEXT, parse_story, story_link
+from lineage.teach.story import make_story, scripted_text
+from lineage.teach.story_text import FILLER, MAX_NAME, MAX_TEXT, parse_story, story_link
 
 CAP = 64
 
@@ -122,7 +123,8 @@ def test_any_text_is_a_story_or_problems_never_an_exception(text):
             assert not set(t.key + t.value) & set("<>[]()`*_#!|\\")
 
 
-# ---- the written story as the stages run it (lineage.story.make_story) ------------------------------------------
+# ---- the written story as the stages run it (lineage.teach.story.make_story)
+# ------------------------------------------
 
 
 @pytest.mark.parametrize("T", [make_story().T, 32])

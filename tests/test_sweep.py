@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lineage import sweep
 from lineage.__main__ import main
+from lineage.train import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 

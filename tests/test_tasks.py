@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lineage.tasks import IGNORE, PALINDROME_SEP, TASKS, TaskConfig, answers_by_lookup, make_batch
+from lineage.train.tasks import IGNORE, PALINDROME_SEP, TASKS, TaskConfig, answers_by_lookup, make_batch
 
 CONFIGS = {
     "mqar-V32-T32-N4": TaskConfig("mqar", vocab_size=32, seq_len=32, n_pairs=4),

@@ -1,12 +1,12 @@
-"""The one timer (lineage.timing): call order of interleaved rounds, medians, untimed setup, bad settings."""
+"""The one timer (lineage.measure.timing): call order of interleaved rounds, medians, untimed setup, bad settings."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from lineage import timing
-from lineage.timing import Timed, interleaved_medians, interleaved_times, median_seconds, repeat_times, timed
+from lineage.measure import timing
+from lineage.measure.timing import Timed, interleaved_medians, interleaved_times, median_seconds, repeat_times, timed
 
 CPU = torch.device("cpu")
 

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from lineage import lm, sweep
 from lineage.__main__ import main
-from lineage.lm import LM, LMConfig, forms, learned_layers, loss_and_accuracy
-from lineage.tasks import IGNORE, TaskConfig, make_batch
-from lineage.train import TrainConfig, TrainResult, sweep_points, train, training_throughput
+from lineage.models import lm
+from lineage.models.lm import LM, LMConfig, forms, learned_layers, loss_and_accuracy
+from lineage.train import sweep
+from lineage.train.loop import TrainConfig, TrainResult, sweep_points, train, training_throughput
+from lineage.train.tasks import IGNORE, TaskConfig, make_batch
 
 RECORD = Path(__file__).resolve().parents[1] / "data" / "learned_memory_sweep.jsonl"
 
@@ -231,9 +232,9 @@ def test_the_recorded_sweep_holds_the_cpu_grid_points_in_order_of_priority():
 
 @pytest.mark.parametrize("front_end", ["conv", "none", "paper"])
 def test_the_front_end_is_the_same_for_every_mixer_or_each_papers_own(front_end):
-    from lineage.layers import ConvSelfAttention, LinearMemoryMixer
     from lineage.mechanisms import mechanism
-    from lineage.softmax import CausalSelfAttention
+    from lineage.models.layers import ConvSelfAttention, LinearMemoryMixer
+    from lineage.ops.softmax import CausalSelfAttention
 
     for mixer in lm.MIXERS:
         model = LM(replace(TINY_MODEL, mixer=mixer, d_model=32, n_heads=2, front_end=front_end), 0)
@@ -271,7 +272,7 @@ def test_softmax_carries_its_kv_cache_and_the_convolution_cache():
 
 
 def test_softmax_with_the_convolution_runs_whole_sequences_only():
-    from lineage.layers import ConvSelfAttention
+    from lineage.models.layers import ConvSelfAttention
 
     layer = ConvSelfAttention(16, 2)
     y, cache = layer(torch.randn(2, 7, 16))

@@ -10,12 +10,12 @@ import math
 import numpy as np
 import pytest
 
-from lineage import claims
-from lineage.linear_attention import NORMALIZER_EPS, recurrence_inputs
-from lineage.recurrence import recurrent_memory
+from lineage.ops.linear_attention import NORMALIZER_EPS, recurrence_inputs
+from lineage.ops.recurrence import recurrent_memory
 from lineage.stages import stage
-from lineage.story import make_story, story_tensors
-from lineage.story_text import parse_story
+from lineage.teach import claims
+from lineage.teach.story import make_story, story_tensors
+from lineage.teach.story_text import parse_story
 
 KNOBS = claims.Knobs()  # β = 1, every token keeps α = 1, the switch α = 0: the pages' defaults
 FULL = "*name = Kim, Ada = Paris, Bo = Rome, ..., |, Dee = tea, Eve = jazz, ..., Dee = coffee, Dee = milk"
@@ -167,7 +167,7 @@ def test_over_capacity_the_claim_says_the_keys_and_values_overlap():
 
 def test_the_written_default_story_gives_the_default_claims():
     """The scripted story as the form shows it, run as written, gives the scripted story's claims at its length."""
-    from lineage.story import scripted_text
+    from lineage.teach.story import scripted_text
 
     scripted = make_story(12, 8, 8)
     as_written = written(scripted_text(), 8, 8)

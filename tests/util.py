@@ -25,7 +25,7 @@ def assert_close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtyp
 MODES = ("recurrent", "chunk", "parallel")
 DTYPE_NAME = {torch.float64: "fp64", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 
-# The grid in lineage/recurrence.py's docstring: every linear mechanism of the table is one (write rule, gate)
+# The grid in lineage/ops/recurrence.py's docstring: every linear mechanism of the table is one (write rule, gate)
 # cell of the shared recurrence.
 STAGE_CELL = {m.key: (m.rule, m.gate) for m in linear_mechanisms()}
 CELLS = list(STAGE_CELL.values())

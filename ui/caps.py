@@ -41,9 +41,9 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from lineage import bench_decode
-from lineage.demo import SOFTMAX_MAX_HEADS
 from lineage.device import get_device
+from lineage.measure import bench_decode
+from lineage.teach.stage_runs import SOFTMAX_MAX_HEADS
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Caps:
     run: Cost  # what one run may cost; the Memory lab's capacity experiment is capped by this directly
     benchmark_mb: float | None  # host memory the Live benchmark may hold (bench_decode's estimate); None: its own cap
     benchmark_budgets: tuple[str, ...]  # the Live benchmark page's budgets (keys of bench_decode.BUDGETS)
-    scale_T: int  # tokens of a stage page's "At real size" run: the chunked op over the whole sequence (ui.scale)
+    scale_T: int  # tokens of a stage page's "At real size" run: the chunked op over the whole sequence (ui.real_size)
     scale_head_dims: tuple[int, ...]  # the K = V that run offers
     scale_heads: int  # heads of that run
     training: TrainCaps  # the Learned memory page's live training (one visitor at a time: ui.limits.TRAINING)
@@ -100,7 +100,8 @@ class Caps:
 # - benchmark_mb: on a CPU the benchmark's cache is host memory. At bench_decode's own 256 MB cap the hosted start
 #   peaked at 763 MB after every page; at 150 MB, 629 MB (it took 181 MB over a 448 MB resident set); at 96 MB its
 #   peak stays under the 600 MB the hosted start is allowed. A GPU's benchmark holds GPU memory: bench_decode's cap.
-# - scale_T: the real-size run draws only summaries (at most lineage.scale.MAX_POINTS points) and the first steps of one
+# - scale_T: the real-size run draws only summaries (at most lineage.teach.real_size.MAX_POINTS points) and the first
+# steps of one
 #   head, so what it sends the browser does not grow with T; what grows is the run. On a CPU its memory binds first:
 #   the inputs alone are 4 × heads × T × K numbers, and the op's output and temporaries as many again. T 8,192 at
 #   K = V = 64 took at most 83 MB and 0.33 s (table above), T 16,384 up to 170 MB, past the run budget. On a GPU the
@@ -111,7 +112,8 @@ class Caps:
 #   (none was lent to the session that set it): scripts/measure_caps.py --scale measures these runs where CUDA is.
 # - scale_head_dims: real layers use 64–128 (Llama-3-8B and Kimi Linear's KDA: 128, DESIGN.md's facts). A CPU pays
 #   for the state upkeep (≈ 2·T·K·V per head) in time and for every input in memory: 32 and 64 there; a GPU gets 64
-#   and 128. The first steps drawn exactly shrink with K (lineage.scale.FIRST_STEP_CELLS), so the page stays light.
+#   and 128. The first steps drawn exactly shrink with K (lineage.teach.real_size.FIRST_STEP_CELLS), so the page stays
+# light.
 # - scale_heads: a few heads, to show that each has its own state; 4 on both (Kimi Linear has 32: eight times the
 #   inputs and temporaries, about 22 GB at the GPU's cap by the estimate above).
 # - training: a training step of the Learned memory page's model (d_model 64, 2 layers, 4 heads, batch 64, 32 tokens)

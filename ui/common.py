@@ -6,8 +6,9 @@ import inspect
 
 import streamlit as st
 
-from lineage import stages, story
+from lineage import stages
 from lineage.device import device_info
+from lineage.teach import story
 from ui import limits, links
 from ui.caps import Caps, Cost
 from ui.caps import caps as device_caps
@@ -245,7 +246,8 @@ def capped_slider(
 
 
 def live_run_report(run) -> None:
-    """Where a ``lineage.demo.StageRun`` ran, and how closely its fast forms match the step-by-step reference."""
+    """Where a ``lineage.teach.stage_runs.StageRun`` ran, and how closely its fast forms match the step-by-step
+    reference."""
     a, b, c = st.columns(3)
     a.metric(
         "chunked form vs recurrence",

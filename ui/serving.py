@@ -48,7 +48,7 @@ HEAVY_MODULES = (
     "numpy",
     "pandas",
     "plotly.graph_objects",
-    "lineage.demo",
+    "lineage.teach.stage_runs",
     "lineage.plots",
     "ui.classroom",
     "ui.common",

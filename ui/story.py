@@ -10,12 +10,12 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from lineage.claims import StageClaim, held_over_time, step_sentences
-from lineage.equations import equation
 from lineage.plots.story import HELD_SPREAD, story_memory
 from lineage.plots.vocabulary import spread_coinciding
-from lineage.story import FILLER, FILLER_VALUE, SWITCH, scripted_text
-from lineage.story_text import MAX_NAME, MAX_TEXT, Problem, WrittenStory, cut_story, parse_story, story_link
+from lineage.teach.claims import StageClaim, held_over_time, step_sentences
+from lineage.teach.equations import equation
+from lineage.teach.story import FILLER, FILLER_VALUE, SWITCH, scripted_text
+from lineage.teach.story_text import MAX_NAME, MAX_TEXT, Problem, WrittenStory, cut_story, parse_story, story_link
 from ui import links
 from ui.caps import caps
 from ui.classroom import chart
@@ -61,7 +61,7 @@ def inputs_choice(page: str) -> str:
 
 # ---- a story anyone can write: one form, shared by every stage page (like the seed), and carried by the link -------
 
-STORY_PARAM = "story"  # the link's name for a written story, in its compact form (lineage.story_text.story_link)
+STORY_PARAM = "story"  # the link's name for a written story, in its compact form (lineage.teach.story_text.story_link)
 WRITTEN_KEY = "_story_written"  # the written story every stage page runs (its link form); absent: the scripted one
 INPUT_KEY = "_story_input"  # the form's text (the app's own name: a link cannot set it)
 PROBLEMS_KEY = "_story_problems"  # what was wrong with the text last submitted, said until a story is run

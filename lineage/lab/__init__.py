@@ -30,7 +30,7 @@ The lab works at the level of the memory ops, not trained layers, so every numbe
 * Every cue reads after every write: each cue is one head of the op, all heads receive the same writes, and head
   r's query is cue r at every step, so o_t = S_tᵀ q_t is the read of cue r after t + 1 writes (see
   :func:`run_mechanisms`). One call per mechanism gives whole curves (recall against N, against time).
-* Softmax attention is :func:`lineage.softmax.softmax_attention` over the cache of writes with a sharp scale
+* Softmax attention is :func:`lineage.ops.softmax.softmax_attention` over the cache of writes with a sharp scale
   (``SHARP_SCALE``): retrieval by key match. Its memory grows with every write.
 * Gates and write strengths follow explicit rules, never learned (:class:`Gates`): a constant α per write for the
   scalar gates (Mamba-2, Gated DeltaNet); for KDA a slow set of channels (α_slow) and a fast set whose α is chosen

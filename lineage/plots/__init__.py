@@ -49,7 +49,7 @@ from lineage.plots.memory import (
     memory_by_stage,
     per_layer_bars,
 )
-from lineage.plots.scale import run_summary, state_rows_over_run
+from lineage.plots.real_size import run_summary, state_rows_over_run
 from lineage.plots.softmax import (
     attention_growth,
     cache_traffic,

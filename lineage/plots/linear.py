@@ -244,7 +244,7 @@ def chunk_schedule(
     (masked attention, computed in parallel) and from earlier chunks (only through the state handed over).
 
     Args:
-        A: [T, T] with o = A v (from :func:`lineage.demo.mixing_matrix`). chunk_size: C ≥ 1.
+        A: [T, T] with o = A v (from :func:`lineage.teach.stage_runs.mixing_matrix`). chunk_size: C ≥ 1.
         start: the chunk shown first (default the last).
     """
     a = checked_array("A", A, 2)

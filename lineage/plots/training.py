@@ -1,4 +1,5 @@
-"""Figures of the Learned memory page (:mod:`lineage.train`): accuracy while training, and the Zoology-style sweeps.
+"""Figures of the Learned memory page (:mod:`lineage.train.loop`): accuracy while training, and the Zoology-style
+sweeps.
 
 Every line is a mechanism in its lineage colour, dash and marker (:func:`lineage.plots.palette.mechanism_line`);
 the hybrid takes the hybrid stage's line, the no-mixing control a neutral grey. A dotted grey line marks chance.

@@ -35,7 +35,10 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 from streamlit.testing.v1.util import patch_config_options
 
-from lineage import demo, footprints, hybrid, lab
+from lineage import lab
+from lineage.measure import footprints
+from lineage.models import hybrid
+from lineage.teach import stage_runs
 from tests.app.util import ROOT, TIMEOUT
 from ui import common, limits, results
 from ui.story import INPUTS
@@ -269,8 +272,8 @@ def test_the_state_scan_catches_shared_writes(tmp_path):
     source = """
 import os
 import streamlit as st
-from lineage import footprints
-from lineage.footprints import MODELS
+from lineage.measure import footprints
+from lineage.measure.footprints import MODELS
 SEEN = []
 COUNT = 0
 def remember(x):
@@ -299,9 +302,9 @@ def fine(seen):
 # ---- torch's global generator: shared by every session's thread ----------------------------------------------------
 
 LIVE_RUNS = {
-    "run_stage": lambda: demo.run_stage("kda", T=8, K=4, V=4, seed=1, repeats=1),
-    "run_softmax": lambda: demo.run_softmax(T=8, n_heads=2, head_dim=4, seed=1),
-    "chunk_size_sweep": lambda: demo.chunk_size_sweep(T=8, D=4, seed=1, repeats=1),
+    "run_stage": lambda: stage_runs.run_stage("kda", T=8, K=4, V=4, seed=1, repeats=1),
+    "run_softmax": lambda: stage_runs.run_softmax(T=8, n_heads=2, head_dim=4, seed=1),
+    "chunk_size_sweep": lambda: stage_runs.chunk_size_sweep(T=8, D=4, seed=1, repeats=1),
     "decode_trace": lambda: hybrid.decode_trace(hybrid.HybridConfig(schedule=footprints.periodic_schedule(2, 2)), 3, 1),
     "lab": lambda: lab.capacity(lab.LabSettings(d_k=4, seed=1), n_max=6, trials=1),
 }
@@ -326,7 +329,7 @@ def test_a_softmax_run_in_another_session_does_not_change_a_seeded_stack():
     def softmax_runs(stop: float) -> int:
         n = 0
         while time.perf_counter() < stop or n == 0:
-            demo.run_softmax(T=8, n_heads=2, head_dim=4, seed=n)
+            stage_runs.run_softmax(T=8, n_heads=2, head_dim=4, seed=n)
             n += 1
         return n
 

@@ -29,7 +29,9 @@ from streamlit.proto.NumberInput_pb2 import NumberInput as NumberInputProto
 from streamlit.proto.Slider_pb2 import Slider as SliderProto
 from streamlit.testing.v1 import AppTest
 
-from lineage import bench_decode, demo, footprints, lab, story
+from lineage import lab
+from lineage.measure import bench_decode, footprints
+from lineage.teach import stage_runs, story
 from tests.app.util import ROOT, TIMEOUT, first_chart_probes, run_page
 from ui import caps as app_caps
 from ui import links
@@ -428,8 +430,8 @@ def test_caps_are_per_device_and_fit_the_memory_estimates():
         budget = cap.run.mb * 2**20
         assert app_caps.stage_run_bytes(cap.T, cap.state_dim, cap.state_dim) < budget
         assert app_caps.softmax_run_bytes(cap.T, cap.heads, cap.head_dim) < budget
-        assert max(cap.state_dim, cap.head_dim) <= demo.DEMO_LIMITS["K"]  # what the runs themselves accept
-        assert demo.DEMO_LIMITS["T"] >= cap.T and cap.heads <= demo.SOFTMAX_MAX_HEADS
+        assert max(cap.state_dim, cap.head_dim) <= stage_runs.DEMO_LIMITS["K"]  # what the runs themselves accept
+        assert stage_runs.DEMO_LIMITS["T"] >= cap.T and cap.heads <= stage_runs.SOFTMAX_MAX_HEADS
 
 
 def test_the_capacity_cost_model_covers_what_was_measured_and_the_proxy_did_not():

@@ -8,9 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from lineage import findings, sweep
-from lineage import train as training
 from lineage.plots import mixer_title
+from lineage.train import findings, sweep
+from lineage.train import loop as training
 from tests.app.util import ROOT, figure, figures, run_page
 from ui.nav import PAGES
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from lineage import claims, footprints, plots
-from lineage.bench_decode import context_cap, kv_bytes
+from lineage import plots
+from lineage.measure import footprints
+from lineage.measure.bench_decode import context_cap, kv_bytes
 from lineage.plots.memory import GPU_LINE_GROUP
+from lineage.teach import claims
 from tests.app.util import figures, run_page
 from ui.caps import benchmark_memory_bytes
 

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from lineage import demo, footprints, stages
-from lineage.io_cost import standard_attention_io_bytes, tiled_attention_io_bytes
-from lineage.kv_cache import KVCache
+from lineage import stages
+from lineage.measure import footprints
+from lineage.ops.io_cost import standard_attention_io_bytes, tiled_attention_io_bytes
+from lineage.ops.kv_cache import KVCache
 from lineage.plots.memory import short_title
+from lineage.teach import stage_runs
 from tests.app.util import figure, markdown_table, parse_markdown_table, rerun, run_page, z_of
 from ui import common
 from ui.nav import PAGES
@@ -93,7 +95,7 @@ def test_home_page():
 
 def test_gpt2_page():
     at = run_page("gpt2", gpt2_inputs="random")
-    run = demo.run_softmax(32, 4, 16, 0)
+    run = stage_runs.run_softmax(32, 4, 16, 0)
     shown = metrics(at)
     assert shown["Q/K/V rows projected, no cache"] == f"{run.rows_recompute:,}" == "528"
     assert shown["Q/K/V rows projected, with a cache"] == "32"
@@ -108,7 +110,7 @@ def test_gpt2_page():
     at.slider(key="gpt2_T").set_value(20)
     at.slider(key="gpt2_heads").set_value(2)
     rerun(at)
-    run = demo.run_softmax(20, 2, 16, 0)
+    run = stage_runs.run_softmax(20, 2, 16, 0)
     attn = figure(at, "Head 0's attention")
     assert len(attn["frames"]) == 20
     np.testing.assert_allclose(np.nan_to_num(z_of(attn["frames"][-1]["data"][0])), run.trace.attn, rtol=1e-6)
@@ -122,7 +124,7 @@ def test_gpt2_page():
 
 def test_kv_cache_page():
     at = run_page("kv_cache", kv_cache_inputs="random")
-    run = demo.run_softmax(32, 4, 16, 0, block_size=8)
+    run = stage_runs.run_softmax(32, 4, 16, 0, block_size=8)
     shown = metrics(at)
     assert shown["layer's cache after 32 tokens"] == f"{cache_nbytes(4, 16, 32):,} bytes" == "16,384 bytes"
     assert shown["one head's cache"] == f"{cache_nbytes(1, 16, 32):,} bytes"
@@ -155,7 +157,7 @@ def test_kv_cache_page():
 
 def test_linear_attention_page():
     at = run_page("linear_attention", linear_attention_inputs="random")
-    run = demo.run_stage("linear_attention", 32, 8, 8, 0, feature_map="relu")  # the page opens on relu
+    run = stage_runs.run_stage("linear_attention", 32, 8, 8, 0, feature_map="relu")  # the page opens on relu
     assert f"T × T form {run.err_parallel:.1e}" in checked(at)
     state = figure(at, "The state, token by token")
     assert len(state["frames"]) == 32
@@ -163,12 +165,12 @@ def test_linear_attention_page():
     np.testing.assert_allclose(frames_z(state, 1), run.states, rtol=1e-6, atol=1e-7)
     assert state["data"][1]["x"][-1] == "z"  # the normaliser column
     recall = figure(at, "Only adds")
-    np.testing.assert_allclose(recall["data"][0]["y"], demo.recall(run).by_step, rtol=1e-6)
+    np.testing.assert_allclose(recall["data"][0]["y"], stage_runs.recall(run).by_step, rtol=1e-6)
 
     at.radio(key="linear_attention_feature_map").set_value("elu1")  # the paper's, one click away
     at.slider(key="linear_attention_T").set_value(16)
     rerun(at)
-    run = demo.run_stage("linear_attention", 16, 8, 8, 0, feature_map="elu1")
+    run = stage_runs.run_stage("linear_attention", 16, 8, 8, 0, feature_map="elu1")
     assert f"T × T form {run.err_parallel:.1e}" in checked(at)
     state = figure(at, "The state, token by token")
     assert len(state["frames"]) == 16
@@ -181,7 +183,7 @@ def test_linear_attention_page():
 
 def test_deltanet_page():
     at = run_page("deltanet", deltanet_inputs="random")
-    run = demo.run_stage("deltanet", 32, 8, 8, 0, demo.GateRule(beta=1.0), chunk_size=16)
+    run = stage_runs.run_stage("deltanet", 32, 8, 8, 0, stage_runs.GateRule(beta=1.0), chunk_size=16)
     assert f"chunked form {run.err_chunk:.1e}" in checked(at)
     steps = figure(at, "The delta rule, token by token")
     assert len(steps["frames"]) == 32
@@ -195,7 +197,7 @@ def test_deltanet_page():
     at.slider(key="deltanet_beta").set_value(0.5)
     at.select_slider(key="deltanet_chunk").set_value(4)
     rerun(at)
-    run = demo.run_stage("deltanet", 32, 8, 8, 0, demo.GateRule(beta=0.5), chunk_size=4)
+    run = stage_runs.run_stage("deltanet", 32, 8, 8, 0, stage_runs.GateRule(beta=0.5), chunk_size=4)
     assert f"chunked form {run.err_chunk:.1e}" in checked(at)
     np.testing.assert_allclose(frames_z(figure(at, "The delta rule"), 2), run.states, rtol=1e-6, atol=1e-7)
     assert len(figure(at, "The chunked form, C = 4")["frames"]) == 8

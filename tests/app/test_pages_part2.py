@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from lineage import demo, footprints, hybrid
+from lineage.measure import footprints
+from lineage.models import hybrid
+from lineage.teach import stage_runs
 from tests.app.util import figure, rerun, run_page, z_of
 
 
@@ -18,13 +20,13 @@ def frames_z(fig: dict, panel: int) -> np.ndarray:
 
 def test_mamba2_page():
     at = run_page("mamba2", mamba2_inputs="random")
-    run = demo.run_stage("mamba2", 32, 8, 8, 0, demo.GateRule(alpha=0.9, alpha_jitter=1.0), repeats=1)
-    off = demo.run_stage("mamba2", 32, 8, 8, 0, demo.GateRule(alpha=1.0), repeats=1)
+    run = stage_runs.run_stage("mamba2", 32, 8, 8, 0, stage_runs.GateRule(alpha=0.9, alpha_jitter=1.0), repeats=1)
+    off = stage_runs.run_stage("mamba2", 32, 8, 8, 0, stage_runs.GateRule(alpha=1.0), repeats=1)
     gate = figure(at, "The gate at every step")
     np.testing.assert_allclose(gate["data"][0]["y"], run.trace.decay[0, 0][:, 0], rtol=1e-6)
     norms = figure(at, "Size of the state")
-    np.testing.assert_allclose(norms["data"][0]["y"], demo.state_norms(run.states), rtol=1e-6)
-    np.testing.assert_allclose(norms["data"][1]["y"], demo.state_norms(off.states), rtol=1e-6)
+    np.testing.assert_allclose(norms["data"][0]["y"], stage_runs.state_norms(run.states), rtol=1e-6)
+    np.testing.assert_allclose(norms["data"][1]["y"], stage_runs.state_norms(off.states), rtol=1e-6)
     state = figure(at, "The state, token by token")
     assert len(state["frames"]) == 32
     np.testing.assert_allclose(frames_z(state, 0), run.states, rtol=1e-6, atol=1e-7)
@@ -35,8 +37,8 @@ def test_mamba2_page():
     causal = np.tri(32, dtype=bool)  # above the diagonal: masked (empty, the masked colour), not "decayed to 0"
     shown_mask, shown_mix = z_of(mask["data"][0]), z_of(mask["data"][1])
     assert np.isnan(shown_mask[~causal]).all() and np.isnan(shown_mix[~causal]).all()
-    np.testing.assert_allclose(shown_mask[causal], demo.decay_mask(run.g)[:, :, 0][causal], rtol=1e-6)
-    np.testing.assert_allclose(shown_mix[causal], demo.mixing_matrix(run)[causal], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(shown_mask[causal], stage_runs.decay_mask(run.g)[:, :, 0][causal], rtol=1e-6)
+    np.testing.assert_allclose(shown_mix[causal], stage_runs.mixing_matrix(run)[causal], rtol=1e-5, atol=1e-6)
 
     at.slider(key="mamba2_T").set_value(12)
     at.slider(key="mamba2_alpha").set_value(0.0)
@@ -51,7 +53,7 @@ def test_mamba2_page():
 
 def test_gla_page():
     at = run_page("gla", gla_inputs="random")
-    run = demo.run_stage("gla", 32, 8, 8, 0, demo.GateRule(alpha=0.99, alpha_min=0.5), repeats=1)
+    run = stage_runs.run_stage("gla", 32, 8, 8, 0, stage_runs.GateRule(alpha=0.99, alpha_min=0.5), repeats=1)
     gates = figure(at, "One gate per key channel")
     np.testing.assert_allclose(z_of(gates["data"][0]), run.trace.decay[0, 0].T, rtol=1e-6)
     state = figure(at, "The state, token by token")
@@ -61,17 +63,19 @@ def test_gla_page():
     at.slider(key="gla_T").set_value(10)
     at.slider(key="gla_jitter").set_value(1.0)
     rerun(at)
-    run = demo.run_stage("gla", 10, 8, 8, 0, demo.GateRule(alpha=0.99, alpha_min=0.5, alpha_jitter=1.0), repeats=1)
+    run = stage_runs.run_stage(
+        "gla", 10, 8, 8, 0, stage_runs.GateRule(alpha=0.99, alpha_min=0.5, alpha_jitter=1.0), repeats=1
+    )
     assert len(figure(at, "The state, token by token")["frames"]) == 10
     np.testing.assert_allclose(z_of(figure(at, "One gate per key channel")["data"][0]), run.trace.decay[0, 0].T, 1e-6)
 
 
 def test_gated_deltanet_page():
     at = run_page("gated_deltanet", gated_deltanet_T=16, gated_deltanet_inputs="random")
-    rule = demo.GateRule(alpha=0.9, alpha_jitter=1.0, beta=1.0)
-    run = demo.run_stage("gated_deltanet", 16, 8, 8, 0, rule, repeats=1)
+    rule = stage_runs.GateRule(alpha=0.9, alpha_jitter=1.0, beta=1.0)
+    run = stage_runs.run_stage("gated_deltanet", 16, 8, 8, 0, rule, repeats=1)
     retention = z_of(figure(at, "How much of each write")["data"][0])
-    np.testing.assert_allclose(retention, demo.retention(run.g)[:, :, 0], rtol=1e-6)
+    np.testing.assert_allclose(retention, stage_runs.retention(run.g)[:, :, 0], rtol=1e-6)
     assert not np.allclose(retention[0, :8], retention[1, :8])  # written at different times, fading differently
     gates = figure(at, "Gate and write strength")
     np.testing.assert_allclose(gates["data"][0]["y"], run.trace.decay[0, 0][:, 0], rtol=1e-6)
@@ -80,8 +84,8 @@ def test_gated_deltanet_page():
     at.slider(key="gated_deltanet_alpha").set_value(1.0)
     rerun(at)
     retention = z_of(figure(at, "How much of each write")["data"][0])
-    deltanet = demo.run_stage("deltanet", 16, 8, 8, 0, demo.GateRule(beta=1.0), repeats=1)
-    np.testing.assert_array_equal(retention, demo.retention(deltanet.g)[:, :, 0])
+    deltanet = stage_runs.run_stage("deltanet", 16, 8, 8, 0, stage_runs.GateRule(beta=1.0), repeats=1)
+    np.testing.assert_array_equal(retention, stage_runs.retention(deltanet.g)[:, :, 0])
     assert np.all(retention[np.isfinite(retention)] == 1.0)
     state = figure(at, "The state, token by token")
     np.testing.assert_array_equal(frames_z(state, 0), frames_z(state, 1))  # Gated DeltaNet with α = 1 is DeltaNet
@@ -95,15 +99,15 @@ def test_gated_deltanet_page():
 
 def test_kda_page():
     at = run_page("kda", kda_inputs="random")
-    rule = demo.GateRule(alpha=0.99, alpha_min=0.5, beta=1.0)
-    run = demo.run_stage("kda", 32, 8, 8, 0, rule, repeats=1)
-    gdn = demo.run_stage("gated_deltanet", 32, 8, 8, 0, demo.matched_scalar_rule(rule, 8), repeats=1)
+    rule = stage_runs.GateRule(alpha=0.99, alpha_min=0.5, beta=1.0)
+    run = stage_runs.run_stage("kda", 32, 8, 8, 0, rule, repeats=1)
+    gdn = stage_runs.run_stage("gated_deltanet", 32, 8, 8, 0, stage_runs.matched_scalar_rule(rule, 8), repeats=1)
     decay = z_of(figure(at, "KDA: one gate per key channel")["data"][0])
     np.testing.assert_allclose(decay, run.trace.decay[0, 0].T, rtol=1e-6)
     assert decay[0, 0] > decay[-1, 0]  # the channels forget at different speeds
     kda_ret, gdn_ret = (z_of(tr) for tr in figure(at, "How much of token 0's write")["data"])
-    np.testing.assert_allclose(kda_ret, demo.retention(run.g)[0].T, rtol=1e-6)
-    np.testing.assert_allclose(gdn_ret, demo.retention(gdn.g)[0].T, rtol=1e-6)
+    np.testing.assert_allclose(kda_ret, stage_runs.retention(run.g)[0].T, rtol=1e-6)
+    np.testing.assert_allclose(gdn_ret, stage_runs.retention(gdn.g)[0].T, rtol=1e-6)
     assert len(figure(at, "The state, token by token")["frames"]) == 32
 
     at.slider(key="kda_alpha_min").set_value(0.99)
@@ -146,10 +150,10 @@ def test_hybrid_page():
 
 def test_a_lineage_error_becomes_a_message():
     def page():
-        from lineage import demo
+        from lineage.teach import stage_runs
         from ui.common import run_or_stop
 
-        run_or_stop(demo.run_stage, "kda", T=10**6)
+        run_or_stop(stage_runs.run_stage, "kda", T=10**6)
 
     at = AppTest.from_function(page).run()
     assert not at.exception

@@ -1,4 +1,4 @@
-"""The "At real size" section of every linear-memory stage page (ui.scale): drawn at a tiny size, off until asked,
+"""The "At real size" section of every linear-memory stage page (ui.real_size): drawn at a tiny size, off until asked,
 and held to each kind of device's caps (ui.caps: scale_T, scale_head_dims, scale_heads)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lineage import scale
 from lineage.mechanisms import linear_mechanisms
-from lineage.recurrence import default_chunk_size
+from lineage.ops.recurrence import default_chunk_size
+from lineage.teach import real_size
 from tests.app.util import ROOT, TIMEOUT, decode, z_of
 from ui import caps as app_caps
 
@@ -45,8 +45,8 @@ def test_a_stage_page_draws_its_run_at_a_tiny_real_size():
     at = open_link("kda", {"seed": "3", "kda_scale_run": "true", "kda_scale_T": "256", "kda_scale_head_dim": "32"})
     assert not at.error, [e.value for e in at.error]
     heads = app_caps.caps().scale_heads
-    expected = scale.run_at_scale("kda", 256, 32, heads, seed=3)  # the same seeded inputs on this CPU
-    n = scale.segment_ends(256, default_chunk_size("cpu")).size
+    expected = real_size.run_at_scale("kda", 256, 32, heads, seed=3)  # the same seeded inputs on this CPU
+    n = real_size.segment_ends(256, default_chunk_size("cpu")).size
     shown = charts(at)
     assert all(f"kda_{name}" in shown for name in CHARTS), list(shown)
     first = shown["kda_scale_first"]
@@ -122,7 +122,7 @@ def test_a_run_that_cannot_be_made_is_said_and_the_page_goes_on(monkeypatch):
     def refuse(*args, **kwargs):
         raise ValueError("K must be <= 8, got 32")
 
-    monkeypatch.setattr(scale, "run_at_scale", refuse)
+    monkeypatch.setattr(real_size, "run_at_scale", refuse)
     at = open_link("mamba2", {"mamba2_scale_run": "true", "mamba2_scale_T": "768", "mamba2_scale_head_dim": "32"})
     assert [e.value for e in at.error] == ["Can't run this: K must be <= 8, got 32"]
     assert not [key for key in charts(at) if "scale" in key]

@@ -1,4 +1,5 @@
-"""Every stage page opens with its claim on the story: the number shown first is the one lineage.claims computes for
+"""Every stage page opens with its claim on the story: the number shown first is the one lineage.teach.claims computes
+for
 the page's own run, the first chart is the story's, and everything step-dependent in it lives in its frames. The
 ledger's computed rows follow its inputs; the tour runs Home → stages → ledger → labs."""
 
@@ -7,8 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lineage import claims, footprints, hybrid, story
-from lineage.story import make_story
+from lineage.measure import footprints
+from lineage.models import hybrid
+from lineage.teach import claims, story
+from lineage.teach.story import make_story
 from tests.app.util import figures, rerun, run_page
 from ui.nav import HOME_ALIAS, PAGES, neighbours, tour
 

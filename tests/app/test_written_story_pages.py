@@ -1,5 +1,5 @@
 """A story anyone can write (issue 25), in the pages: typed into the form on one stage page, every stage page runs it at
-its own length and opens with its claim on it (the number lineage.claims computes for that story, itself checked
+its own length and opens with its claim on it (the number lineage.teach.claims computes for that story, itself checked
 against the recurrence in tests/test_written_claims.py); a story that lacks a claim's case says what to add; bad input
 is listed line by line, quoted, while the last good story keeps running; the story travels in the link."""
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lineage import claims
-from lineage.story import make_story
-from lineage.story_text import parse_story, story_link
+from lineage.teach import claims
+from lineage.teach.story import make_story
+from lineage.teach.story_text import parse_story, story_link
 from tests.app.test_links import open_link, outside_refs, rendered_markdown
 from tests.app.util import figures, rerun, run_page
 from tests.test_written_claims import claim_of

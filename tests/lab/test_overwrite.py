@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from lineage import lab
-from lineage.deltanet import deltanet
+from lineage.ops.deltanet import deltanet
 from tests.lab.util import DELTA, EXACT, ORTHO, RANDOM, additive_instead_of_delta
 
 

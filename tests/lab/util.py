@@ -5,9 +5,9 @@ replaced by its mean)."""
 from __future__ import annotations
 
 from lineage import lab
-from lineage.deltanet import deltanet
-from lineage.kda import kda
-from lineage.linear_attention import linear_attention
+from lineage.ops.deltanet import deltanet
+from lineage.ops.kda import kda
+from lineage.ops.linear_attention import linear_attention
 
 EXACT = 1e-6  # "exact" in fp64 (measured: ≤ 1e-7 for the softmax cache, ~1e-15 for the states)
 ORTHO = lab.LabSettings(d_k=16, keys="orthogonal", noise=0.0, seed=0)

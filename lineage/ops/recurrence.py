@@ -1,0 +1,587 @@
+"""The one recurrence behind six mechanisms: a fixed-size memory S that decays, is written, and is read.
+
+Every linear-memory stage of the lineage keeps, per head, a state ``S ∈ R^{K×V}`` and runs
+
+    decay:   S'  = Diag(α_t) · S_{t-1}                       α_t = exp(g_t),  g_t ≤ 0 (log space)
+    write:   additive   S_t = S' + k_t v_tᵀ
+             delta      S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ   = (I − β_t k_t k_tᵀ) S' + β_t k_t v_tᵀ
+    read:    o_t = S_tᵀ (scale · q_t)
+
+| write rule \\ gate | none (α = 1)            | scalar per head         | per channel (vector) |
+|-------------------|-------------------------|-------------------------|----------------------|
+| additive          | linear attention (2020) | Mamba-2 / SSD (2024)    | GLA (2024)           |
+| delta             | DeltaNet (2024)         | Gated DeltaNet (2025)   | KDA, Kimi Linear (2025) |
+
+This module holds the three ways to compute it, with identical signatures:
+
+* :func:`recurrent_memory` — the reference: a loop over t, one line per term of the equations above. It can
+  record a :class:`MemoryTrace` (state, decay, value read, delta written, output per step) for the app.
+* :func:`chunk_memory` — the chunkwise-parallel form of Yang et al. 2024 ("Parallelizing Linear
+  Transformers with the Delta Rule over Sequence Length", arXiv 2406.06484), extended with the scalar gate
+  of Gated DeltaNet (arXiv 2412.06464) and the per-channel gate of Kimi Linear (arXiv 2510.26692). Inside a
+  chunk of C steps everything is matrix products; only the state hand-off between chunks is sequential.
+* :func:`chunk_memory_minimal` — the same chunked form on one screen, in the papers' steps and in fp64, without
+  :func:`chunk_memory`'s anchors and speed steps: the readable one to hold beside the fast one.
+* :func:`parallel_memory` — the T×T "attention" form: one chunk as long as the sequence, with decays taken
+  from segment sums so that a long sequence loses no precision.
+
+The stages (``linear_attention``, ``deltanet``, ``mamba2``, ``gla``, ``gated_deltanet``, ``kda``) are thin
+presets over these functions; each lives in its own module with its paper and its layer.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+
+from lineage import checks
+
+Rule = Literal["additive", "delta"]
+
+# Speed steps of the chunked form (each changes nothing but speed, and each is tested for equal results):
+INVERSE_BLOCK = 16  # unit_lower_inverse inverts blocks of up to this many rows by a triangular solve
+CPU_SLAB = 64  # on a CPU, chunk_memory runs spans of ~this many chunks (all heads) per thread, kept in cache
+
+
+def default_chunk_size(device: torch.device | str) -> int:
+    """The chunk length C of the chunked form when the caller gives none: 64 on a GPU, 32 on a CPU.
+
+    Per step the chunked form costs ≈ 2·K·V to hand the state on plus ≈ 2·C·(K + V) per product inside the chunk
+    (five for the delta rule, see ``lineage.measure.bench.chunk_flop_model``): a shorter chunk does less work inside and
+    hands the state on more often. A GPU runs a chunk of 64 as a few tensor-core tiles (fla's kernels use 64); a CPU
+    pays for every flop, and at head size 64 a chunk of 32 is the faster (measured with ``python -m lineage bench``
+    on a 2-core CPU, 1 thread, B=1 H=4 T=4096 K=V=64: KDA 24 ms against 29 ms at C = 64, Gated DeltaNet 17 against
+    22, GLA 15 against 17, Mamba-2 10.5 against 11). Results do not depend on C beyond rounding.
+    """
+    return 32 if torch.device(device).type == "cpu" else 64
+
+
+@dataclass
+class MemoryTrace:
+    """What the recurrence did at every step, as numpy, for animation. Shapes per batch×head: [B, H, T, ...].
+
+    Attributes:
+        states:  [B, H, T, K, V]  S_t, the state after step t
+        decay:   [B, H, T, K]     α_t applied to each row of S before the write (1 where there is no gate)
+        read:    [B, H, T, V]     S'ᵀ k_t, what the memory held at key k_t before writing (the delta rule's v_old)
+        delta:   [B, H, T, V]     u_t, the vector written along k_t: v_t (additive) or β_t (v_t − S'ᵀ k_t) (delta)
+        output:  [B, H, T, V]     o_t = S_tᵀ (scale · q_t)
+    """
+
+    states: np.ndarray
+    decay: np.ndarray
+    read: np.ndarray
+    delta: np.ndarray
+    output: np.ndarray
+
+
+def _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel=None):
+    if rule not in ("additive", "delta"):
+        raise ValueError(f"rule must be 'additive' or 'delta', got {rule!r}")
+    B, H, T, K, V = checks.qkv(q, k, v)
+    if g is not None or per_channel is not None:  # a gated op must be given its gate
+        checks.log_gate(g, B, H, T, K, per_channel=per_channel)
+    if rule == "delta":
+        if beta is None:
+            raise ValueError("beta is required for the delta rule: a [B, H, T] tensor in [0, 1]")
+        checks.beta(beta, B, H, T)
+    elif beta is not None:
+        raise ValueError("beta only applies to the delta rule; pass beta=None for an additive write")
+    checks.state(initial_state, B, H, K, V)
+    return B, H, T, K, V, checks.scale(scale, K)
+
+
+def _prepare(q, k, v, g, beta, initial_state, K):
+    """Cast to the compute dtype (fp32, or fp64 if any input is fp64) and expand the gate to a common form.
+
+    Returns the gate as log-decay with a trailing channel axis: [B, H, T, 1] (scalar) or [B, H, T, K].
+    """
+    dtype = checks.compute_dtype(q, k, v, g, beta, initial_state)
+    q, k, v = (x.to(dtype) for x in (q, k, v))
+    if g is None:
+        g = torch.zeros(q.shape[:3] + (1,), dtype=dtype, device=q.device)
+    else:
+        g = g.to(dtype)
+        g = g.unsqueeze(-1) if g.dim() == 3 else g
+    beta = None if beta is None else beta.to(dtype)
+    S0 = None if initial_state is None else initial_state.to(dtype)
+    return q, k, v, g, beta, S0
+
+
+def recurrent_memory(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+    *,
+    rule: Rule = "additive",
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    trace: bool = False,
+    per_channel: bool | None = None,
+):
+    """Reference recurrence: a plain loop over time with one vectorised update per step.
+
+    Args:
+        q, k: [B, H, T, K]; v: [B, H, T, V]
+        g: log-decay, [B, H, T] (scalar per head) or [B, H, T, K] (per channel), ≤ 0; None means α = 1
+        beta: [B, H, T] in [0, 1], required for ``rule="delta"``
+        scale: read scale (default K ** -0.5)
+        initial_state: [B, H, K, V] or None (zeros)
+        output_final_state: also return S_T
+        trace: also return a :class:`MemoryTrace` (third element)
+        per_channel: demand a per-channel gate (True) or a scalar one (False); None accepts either
+
+    Returns:
+        o: [B, H, T, V] in v's dtype; S_T: [B, H, K, V] in the compute dtype, or None; (trace)
+    """
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel)
+    out_dtype, gated = v.dtype, g is not None
+    q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
+    if S is None:
+        S = q.new_zeros(B, H, K, V)
+    alpha = torch.exp(g)  # [B, H, T, 1 or K]
+    o = q.new_empty(B, H, T, V)
+    rec = {name: [] for name in ("states", "decay", "read", "delta")} if trace else None
+    for t in range(T):
+        q_t, k_t, v_t = q[:, :, t], k[:, :, t], v[:, :, t]  # (B, H, K), (B, H, K), (B, H, V)
+        # S' = Diag(α_t) S_{t-1} (no gate: α = 1, nothing to do)
+        if gated:
+            S = alpha[:, :, t, :, None] * S
+        # S'ᵀ k_t: what the memory returns for k_t right now (the delta rule needs it; an additive write only
+        # records it for the trace)
+        read_t = torch.einsum("bhkv,bhk->bhv", S, k_t) if rule == "delta" or rec is not None else None
+        # u_t = v_t (additive) or β_t (v_t − S'ᵀ k_t) (delta: write only the correction)
+        u_t = v_t if rule == "additive" else beta[:, :, t, None] * (v_t - read_t)
+        # S_t = S' + k_t u_tᵀ
+        S = S + k_t[..., :, None] * u_t[..., None, :]
+        # o_t = S_tᵀ (scale q_t)
+        o[:, :, t] = torch.einsum("bhkv,bhk->bhv", S, scale * q_t)
+        if rec is not None:
+            rec["states"].append(S)
+            rec["decay"].append(alpha[:, :, t].expand(B, H, K))
+            rec["read"].append(read_t)
+            rec["delta"].append(u_t)
+    result = (o.to(out_dtype), S if output_final_state else None)
+    if rec is None:
+        return result
+    stacked = {name: torch.stack(xs, dim=2).detach().cpu().numpy() for name, xs in rec.items()}
+    return result + (MemoryTrace(output=o.detach().cpu().numpy(), **stacked),)
+
+
+def _lower(n: int, device, diagonal: int = 0) -> torch.Tensor:
+    """Boolean lower-triangular mask [n, n] (i − j ≥ −diagonal), built by comparison: cheaper than torch.tril."""
+    i = torch.arange(n, device=device)
+    return i[:, None] - i[None, :] >= -diagonal
+
+
+def segsum(g: torch.Tensor) -> torch.Tensor:
+    """Segment sums over the time axis (dim -2): out[..., i, j, c] = Σ_{j < s ≤ i} g[..., s, c] for i ≥ j, −inf above.
+
+    exp(segsum(g)) is the decay matrix L_ij = Π_{j<s≤i} α_s of Mamba-2's ``ssd_minimal`` (0 above the diagonal).
+    Summing each segment directly (a masked cumsum over a T×T grid) avoids the cancellation of G_i − G_j when both
+    cumulative sums are large, and a wipe (g = −inf) gives −inf, never −inf − (−inf) = NaN.
+    """
+    T = g.shape[-2]
+    x = g.unsqueeze(-3).expand(*g.shape[:-2], T, T, g.shape[-1])  # [..., i, s, c] = g[s]
+    strict = _lower(T, g.device, diagonal=-1)
+    x = x.masked_fill(~strict.T[..., None], 0.0).transpose(-3, -2)  # keep s > j: [..., s, j, c]
+    seg = torch.cumsum(x, dim=-3)  # [..., i, j, c] = Σ_{j < s ≤ i} g[s]
+    incl = _lower(T, g.device)
+    return seg.masked_fill(~incl[..., None], float("-inf"))
+
+
+@dataclass
+class ChunkDecay:
+    """How much each step of a chunk has decayed, relative to the chunk's start and end (every value in [0, 1]).
+
+    Shapes [Z, C, 1] for a scalar gate, [Z, C, K] per channel; ``chunk`` is [Z, 1|K].
+
+    Attributes:
+        from_start: e^{G_i} = Π_{s ≤ i} α_s, how the incoming state has decayed when query i reads it
+        to_end:     e^{G_C − G_j} = Π_{j < s < C} α_s, how much of key j's write is left when the chunk ends
+        chunk:      e^{G_C} = Π_{s < C} α_s, the incoming state's decay over the whole chunk
+    """
+
+    from_start: torch.Tensor
+    to_end: torch.Tensor
+    chunk: torch.Tensor
+
+
+def _write_lower_left(A: torch.Tensor, block: torch.Tensor, h: int) -> None:
+    """Write block [Z, m, h, h] into the lower-left quadrant of each of A's m diagonal blocks of 2h rows (in place)."""
+    Z, m = block.shape[:2]
+    A.view(Z, m, 2 * h, m, 2 * h).diagonal(dim1=1, dim2=3)[:, h:, :h] = block.permute(0, 2, 3, 1)
+
+
+def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> tuple[ChunkDecay, list[torch.Tensor]]:
+    """The decays of a chunk and its decayed products, for a scalar gate and per-channel gates alike:
+
+        A_qk[i, j] = Σ_c q_ic k_jc Π_{j<s≤i} α_sc      i ≥ j
+        A_kk[i, j] = Σ_c k_ic k_jc Π_{j<s≤i} α_sc      i > j (the strict lower triangle, all the WY/UT transform reads)
+
+    Every pair's decay Π_{j<s≤i} α_s is split at a *causal anchor*: take the smallest aligned block of 2h steps
+    (h = 1, 2, 4, …) holding both steps; j lies in its left half, i in its right half, and the anchor a is the left
+    half's last step, so j ≤ a < i and
+
+        Π_{j<s≤i} α_s  =  Π_{a<s≤i} α_s   ·   Π_{j<s≤a} α_s
+                          (right half, decayed by i) (left half, decaying after j)
+
+    Both factors are ≤ 1, and neither uses a gate after step i, so no future gate can reach a past output, even
+    through rounding. The factors are built from α = e^g by products, doubling h level by level: nothing but g ≤ 0
+    is ever exponentiated, and a wipe is just α = 0. (Factoring through the chunk start instead, (q ⊙ e^{G_i})
+    (k ⊙ e^{−G_j})ᵀ, exponentiates −G > 0 and overflows under strong decay.) After the last level the blocks are
+    the whole chunk, and the factors are the decays from the chunk's start and to its end.
+
+    The anchor is fla's sub-chunk anchor (its KDA kernels split a chunk into sub-chunks and factor each pair's decay
+    through a sub-chunk boundary between them, ``ops/kda/chunk_intra.py``), applied recursively here, down to single
+    steps, so that no pair is left to a direct e^{G_i − G_j} (:func:`chunk_memory_minimal` takes that direct route).
+
+    A scalar gate factors out of the channel sum: L_ij = Π_{j<s≤i} α_s (Mamba-2's "1-semiseparable" mask, SSD
+    arXiv 2405.21060) is assembled from the levels' outer products and A = (Q Kᵀ) ⊙ L. A per-channel gate (GLA,
+    KDA) cannot leave the sum: each level's blocks are batched matrix products of the rows and keys times their
+    factors.
+
+    Args: k [Z, C, K]; g [Z, C, 1] (scalar gate) or [Z, C, K] (per channel), log-decay ≤ 0 (−inf wipes); rows: the
+    left factors (q, and k for the delta rule), each [Z, C, K].
+    Returns the :class:`ChunkDecay` and one product per row, each [Z, C, C] and 0 above the diagonal.
+    """
+    Z, C, K = k.shape
+    P = 1 << (C - 1).bit_length()  # the blocks halve evenly down to single steps: pad the chunk to a power of two
+    if P != C:  # padded steps come last and are cut off below: q = k = 0 and α = 1 change no earlier pair
+        k, g, *rows = (torch.nn.functional.pad(x, (0, 0, 0, P - C)) for x in (k, g, *rows))
+    G = g.shape[-1]  # 1 (scalar gate) or K (per channel)
+    per_channel = G > 1
+    if per_channel:
+        products = [x.new_zeros(Z, P, P) for x in rows]
+        for A, x in zip(products, rows, strict=True):
+            A.diagonal(dim1=-2, dim2=-1).copy_((x * k).sum(-1))  # i = j: no decay
+    else:
+        L = k.new_zeros(Z, P, P)
+        L.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+    into_block = torch.exp(g)  # Π_{start(i) ≤ s ≤ i} α_s for blocks of h = 1 step: α_i
+    after_in_block = torch.ones_like(into_block)  # Π_{j < s ≤ end(j)} α_s for blocks of 1 step: nothing left
+    h = 1
+    while h < P:
+        m = P // (2 * h)  # blocks of 2h steps per chunk
+        into, after = into_block.view(Z, m, 2, h, G), after_in_block.view(Z, m, 2, h, G)
+        # left half (columns j) decayed up to the anchor, right half (rows i) decayed from it
+        if per_channel:
+            left_keys = (k.view(Z, m, 2, h, K)[:, :, 0] * after[:, :, 0]).mT  # (Z, m, K, h)
+            for A, x in zip(products, rows, strict=True):
+                _write_lower_left(A, (x.view(Z, m, 2, h, K)[:, :, 1] * into[:, :, 1]) @ left_keys, h)
+        else:
+            _write_lower_left(L, into[:, :, 1] * after[:, :, 0].mT, h)  # outer products, (Z, m, h, h)
+        # the next level's blocks join two halves: the right half decays by the left half's total as well, the
+        # left half by the right half's total
+        total = into[:, :, :, -1:]  # (Z, m, 2, 1, G): each half's whole decay
+        one = torch.ones_like(total[:, :, :1])
+        into_block = (into * torch.cat([one, total[:, :, :1]], dim=2)).view(Z, P, G)
+        after_in_block = (after * torch.cat([total[:, :, 1:], one], dim=2)).view(Z, P, G)
+        h *= 2
+    decay = ChunkDecay(from_start=into_block[:, :C], to_end=after_in_block[:, :C], chunk=into_block[:, C - 1])
+    if not per_channel:
+        L = L[:, :C, :C]
+        return decay, [(x[:, :C] @ k[:, :C].mT) * L for x in rows]
+    return decay, [A[:, :C, :C] for A in products]
+
+
+def unit_lower_inverse(L: torch.Tensor) -> torch.Tensor:
+    """(I + StrictTril(L))⁻¹ for a batch of square matrices; only L's strict lower triangle is read.
+
+    By 2×2 blocks, [[A, 0], [B, D]]⁻¹ = [[A⁻¹, 0], [−D⁻¹ B A⁻¹, D⁻¹]], halving down to blocks of at most
+    ``INVERSE_BLOCK`` rows, which a unit-triangular solve inverts. The result is the same as one solve of the whole
+    matrix against I; on a CPU the blocks are faster (for C = 64, 2.4× measured) because most of the work becomes
+    matrix products instead of LAPACK's row-by-row substitution.
+
+    Args: L [..., n, n]. Returns [..., n, n], unit lower triangular.
+    """
+    n = L.shape[-1]
+    if n <= INVERSE_BLOCK:
+        eye = torch.eye(n, dtype=L.dtype, device=L.device).expand_as(L)
+        return torch.linalg.solve_triangular(L, eye, upper=False, unitriangular=True)
+    h = n // 2
+    A_inv, D_inv = unit_lower_inverse(L[..., :h, :h]), unit_lower_inverse(L[..., h:, h:])
+    inverse = L.new_zeros(L.shape)
+    inverse[..., :h, :h], inverse[..., h:, h:] = A_inv, D_inv
+    inverse[..., h:, :h] = -(D_inv @ (L[..., h:, :h] @ A_inv))
+    return inverse
+
+
+def ut_transform(
+    A_kk: torch.Tensor, beta: torch.Tensor, v: torch.Tensor, k_decayed: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The WY/UT representation of a chunk of delta-rule writes (DeltaNet, arXiv 2406.06484, §3; with gates:
+    Gated DeltaNet, arXiv 2412.06464, and Kimi Linear, arXiv 2510.26692):
+
+        T = (I + StrictTril(diag(β) A_kk))⁻¹ diag(β)
+        U = T V                    the values the chunk writes, corrected for one another
+        W = T (K ⊙ e^G)            how much of the incoming state each corrected value must subtract
+
+    Args: A_kk [Z, C, C] (only the strict lower triangle is read); beta [Z, C]; v [Z, C, V]; k_decayed = K ⊙ e^G
+    [Z, C, K]. Returns U [Z, C, V], W [Z, C, K].
+    """
+    T = unit_lower_inverse(beta[..., None] * A_kk) * beta[..., None, :]  # (Z, C, C)
+    return T @ v, T @ k_decayed
+
+
+def _within_chunks(q, k, v, g, beta, rule: Rule):
+    """Steps 2–3 of :func:`chunk_memory` for a batch of chunks: everything that does not need the incoming state.
+
+    Args: q (already scaled), k [Z, C, K]; v [Z, C, V]; g [Z, C, 1|K] or None (no gate); beta [Z, C] or None.
+    Returns q_dec = Q ⊙ e^G, k_dec = K ⊙ e^{G_C − G}, chunk_decay = e^{G_C} [Z, 1|K] (None without a gate),
+    A_qk [Z, C, C], and the delta rule's corrected values U [Z, C, V] and W [Z, C, K] (both None for an additive
+    write, which writes V itself).
+    """
+    C = q.shape[-2]
+    rows = (q, k) if rule == "delta" else (q,)  # A_kk only feeds the delta rule's WY/UT transform
+
+    # 2. decays inside each chunk (restarted at every chunk, so every factor is in [0, 1]) and the decayed products
+    if g is None:  # α = 1: the decay is the causal mask (A_kk needs none: the transform reads its strict lower part)
+        A_qk, *A_kk = (q @ k.mT).masked_fill_(~_lower(C, q.device), 0.0), *(x @ k.mT for x in rows[1:])
+        q_dec, k_dec, k_from_start, chunk_decay = q, k, k, None
+    else:
+        decay, (A_qk, *A_kk) = decayed_products(k, g, *rows)  # 0 above the diagonal: no future key, no past query
+        q_dec = q * decay.from_start  # Q ⊙ e^G: how each query sees the incoming state
+        k_dec = k * decay.to_end  # K ⊙ e^{G_C − G}: how much of each write is left at the chunk's end
+        k_from_start, chunk_decay = k * decay.from_start, decay.chunk
+
+    # 3. the values each chunk writes: V (additive), or the WY/UT-corrected U and W (delta rule)
+    if rule == "additive":
+        return q_dec, k_dec, chunk_decay, A_qk, None, None
+    U, W = ut_transform(A_kk[0], beta, v, k_from_start)
+    return q_dec, k_dec, chunk_decay, A_qk, U, W
+
+
+def _by_chunk(x: torch.Tensor, BH: int, N: int) -> tuple[torch.Tensor, ...]:
+    """The N chunk slices of [B·H·N, ...] (head-major chunks): slice n is chunk n of every head, (B·H, ...)."""
+    return x.view(BH, N, *x.shape[1:]).unbind(1)
+
+
+def _chunk_span(q, k, v, g, beta, S, *, scale: float, rule: Rule):
+    """Steps 2–5 of :func:`chunk_memory` for n consecutive chunks of every head, from the state entering the first.
+
+    Args: q, k [BH, n, C, K]; v [BH, n, C, V]; g [BH, n, C, 1|K] or None (no gate); beta [BH, n, C] or None;
+    S [BH, K, V], the state before the span. Returns o [BH, n, C, V] and the state after the span's last chunk.
+    """
+    BH, n, C, K = q.shape
+    V = v.shape[-1]
+    q, k, v, g, beta = (None if x is None else x.reshape(BH * n, *x.shape[2:]) for x in (q, k, v, g, beta))
+
+    # 2.–3. inside the chunks, all of the span's at once (see _within_chunks); the read scale goes on the queries
+    q_dec, k_dec, chunk_decay, A_qk, U, W = _within_chunks(scale * q, k, v, g, beta, rule)
+
+    # 4. the hand-off between chunks, chunk-major: chunk i of every head is one (B·H, ·) slice. Each chunk's
+    #    incoming state is kept for step 5; results are collected and stacked once (plain out-of-place ops, so
+    #    autograd differentiates through them).
+    chunk = functools.partial(_by_chunk, BH=BH, N=n)
+    decays = [None] * n if chunk_decay is None else chunk(chunk_decay[..., None])  # n × (BH, 1|K, 1)
+    states = [S]
+    if W is None:
+        #    additive: u = V, and S ← e^{G_C} S + K_decᵀ V, whose second term needs no state: all chunks at once
+        u = v
+        for written_i, decay_i in zip(chunk(k_dec.mT @ v), decays, strict=True):
+            S = written_i + S if decay_i is None else torch.addcmul(written_i, decay_i, S)
+            states.append(S)
+    else:
+        #    delta rule: the corrected values u = U − W S need the incoming state, so each chunk computes them
+        corrected = []
+        for U_i, W_i, k_dec_i, decay_i in zip(chunk(U), chunk(W), chunk(k_dec), decays, strict=True):
+            u_i = torch.baddbmm(U_i, W_i, S, alpha=-1)  # U − W S                                  (BH, C, V)
+            S = torch.baddbmm(S if decay_i is None else decay_i * S, k_dec_i.mT, u_i)  # e^{G_C} S + K_decᵀ u
+            states.append(S)
+            corrected.append(u_i)
+        u = torch.stack(corrected, dim=1).view(BH * n, C, V)
+    starts = torch.stack(states[:-1], dim=1).view(BH * n, K, V)
+
+    # 5. every chunk's output at once: O = (Q ⊙ e^G) S_i + A_qk u
+    o = torch.baddbmm(A_qk @ u, q_dec, starts)
+    return o.view(BH, n, C, V), S
+
+
+def chunk_memory(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+    *,
+    rule: Rule = "additive",
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    chunk_size: int | None = None,
+    per_channel: bool | None = None,
+):
+    """Chunkwise-parallel form: matrix products inside chunks of C steps, a state hand-off between chunks.
+
+    Per chunk, with incoming state S and G the within-chunk cumulative log-decay (G_i = Σ_{s≤i} g_s):
+
+        A_qk = Σ_c q_ic k_jc e^{G_ic − G_jc} (i ≥ j),  A_kk likewise (i > j)
+        T    = (I + StrictTril(diag(β) A_kk))⁻¹ diag(β),  U = T V,  W = T (K ⊙ e^G)   (delta; additive: U = V, W = 0)
+        u    = U − W S
+        O    = (Q ⊙ e^G) S + A_qk u
+        S   ← e^{G_C} S + (K ⊙ e^{G_C − G})ᵀ u
+
+    Steps 2–3 (:func:`_within_chunks`) run for many chunks at once; only step 4's hand-off is a loop over chunks
+    (two small products each), and step 5 computes the outputs of many chunks at once from their incoming states.
+    Cost per chunk: ≈ 2·C·K·V for the state upkeep and ≈ 2·C²·(K + V) inside the chunk, i.e. 2LD² + 2LCD
+    over a sequence of length L = T with D = K = V.
+
+    Args and returns are those of :func:`recurrent_memory` (without ``trace``), plus ``chunk_size`` ≥ 1 (None:
+    :func:`default_chunk_size` of q's device). T need not be a multiple of the chunk size: the tail is padded with
+    steps that neither decay nor write.
+    """
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel)
+    C = default_chunk_size(q.device) if chunk_size is None else checks.chunk_size(chunk_size)
+    out_dtype, gated = v.dtype, g is not None
+    q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
+    C = min(C, T)
+    N = -(-T // C)
+    BH = B * H
+    pad = N * C - T
+    if pad:  # padded steps: k = 0 and β = 0 write nothing, g = 0 decays nothing
+        q, k, v, g = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (q, k, v, g))
+        beta = None if beta is None else torch.nn.functional.pad(beta, (0, pad))
+
+    # 1. split every head's sequence into N chunks of C steps: [B·H, N, C, ·]
+    q, k, v, g = (x.reshape(BH, N, C, x.shape[-1]) for x in (q, k, v, g))
+    g = g if gated else None
+    beta = None if beta is None else beta.reshape(BH, N, C)
+    S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
+
+    # 2.–5. the chunks, in spans of consecutive chunks (see _chunk_span), the state carried from span to span. One
+    #    span holds every chunk, except on a CPU: there a span of CPU_SLAB chunks per thread keeps its temporaries in
+    #    the cache (measured best at 1 and 2 threads, T = 4096, H = 4)
+    span = N if q.device.type != "cpu" else max(1, CPU_SLAB * torch.get_num_threads() // BH)
+    outputs = []
+    for start in range(0, N, span):
+        part = (None if x is None else x[:, start : start + span] for x in (q, k, v, g, beta))
+        o, S = _chunk_span(*part, S, scale=scale, rule=rule)
+        outputs.append(o)
+    o = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)
+    o = o.view(B, H, N * C, V)[:, :, :T]
+    return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
+
+
+def chunk_memory_minimal(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+    *,
+    rule: Rule = "additive",
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    chunk_size: int = 16,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The chunked form on one screen, in the papers' numbered steps and in fp64: what :func:`chunk_memory` computes,
+    minus its anchors and its speed steps (spans of chunks, the block inverse, the chunk-major hand-off). Read it
+    beside the papers (Yang et al. 2024, §3; Kimi Linear, §3) as Mamba's ``ssd_minimal.py`` is read beside SSD.
+
+    e^{G_i − G_j} is taken on the causal triangle only, so no positive exponent is ever formed, but it is a
+    [C, C, K] tensor per chunk, and a wipe (α = 0, g = −∞) makes G_i − G_j undefined (−∞ + ∞) once the wipe is
+    inside the chunk: :func:`chunk_memory` handles both (products anchored inside the chunk, see
+    :func:`decayed_products`). Args as :func:`recurrent_memory`, with ``chunk_size``; returns (o, S_T) in fp64.
+    """
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, None)
+    q, k, v = (x.double() for x in (q, k, v))
+    g = q.new_zeros(B, H, T, 1) if g is None else g.double().unsqueeze(-1) if g.dim() == 3 else g.double()
+    S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.double()
+    o = q.new_empty(B, H, T, V)
+    for s in range(0, T, chunk_size):
+        q_n, k_n, v_n, g_n = (x[:, :, s : s + chunk_size] for x in (q, k, v, g))  # (B, H, C, ·)
+        C = q_n.shape[2]
+        # 1. cumulative log-decay inside the chunk: G_i = Σ_{s ≤ i} g_s, so e^{G_i} ≤ 1 is the decay from its start
+        G = g_n.cumsum(2)  # (B, H, C, 1 or K)
+        # 2. the decay from step j to step i, e^{G_i − G_j}, on the causal triangle (i ≥ j); 0 above it
+        causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+        D = (G[:, :, :, None] - G[:, :, None]).masked_fill(~causal[..., None], -float("inf")).exp()  # (B,H,C,C,·)
+        A_qk = torch.einsum("bhic,bhijc,bhjc->bhij", q_n, D, k_n)  # i ≥ j: query i reads key j
+        A_kk = torch.einsum("bhic,bhijc,bhjc->bhij", k_n, D, k_n).tril(-1)  # i > j: key i sees key j's write
+        # 3. what each step writes, u: v itself (additive), or the delta rule's correction, solved for the whole
+        #    chunk at once (the WY/UT transform): (I + diag(β) A_kk) U = diag(β) (V − (K ⊙ e^G) S)
+        if rule == "additive":
+            U = v_n
+        else:
+            b = beta[:, :, s : s + chunk_size, None].double()  # (B, H, C, 1)
+            L = torch.eye(C, dtype=q.dtype, device=q.device) + b * A_kk
+            U = torch.linalg.solve_triangular(L, b * (v_n - (k_n * G.exp()) @ S), upper=False, unitriangular=True)
+        # 4. outputs: the incoming state decayed to each step, plus this chunk's own writes
+        o[:, :, s : s + C] = scale * ((q_n * G.exp()) @ S + A_qk @ U)
+        # 5. the hand-off: the state at the chunk's end, S ← Diag(e^{G_C}) S + Σ_j Diag(e^{G_C − G_j}) k_j u_jᵀ
+        S = G[:, :, -1, :, None].exp() * S + (k_n * (G[:, :, -1:] - G).exp()).transpose(-1, -2) @ U
+    return o, S
+
+
+def parallel_memory(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+    *,
+    rule: Rule = "additive",
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    per_channel: bool | None = None,
+):
+    """The T×T form: the whole sequence as one chunk, decays from exact segment sums.
+
+    Additive: O = (scale Q Kᵀ ⊙ D) V + (scale Q ⊙ exp G) S_0 with the decay mask D_ij = Π_{j<s≤i} α_s
+    (for linear attention D is the causal mask of ones — "attention without the softmax").
+    Delta: the same with V replaced by the WY-corrected values U − W S_0 over the whole sequence.
+
+    Memory is O(T²) (O(T²K) with per-channel gates): this form is for teaching and checking, at modest T.
+    """
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel)
+    out_dtype = v.dtype
+    q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
+    if S is None:
+        S = q.new_zeros(B, H, K, V)
+    seg = segsum(g)  # [B, H, T, T, 1|K]: log Π_{j<s≤i} α_s
+    G = torch.cumsum(g, dim=-2)  # only ever exponentiated alone (≤ 0), never differenced
+
+    def products(a, b, diagonal):
+        decay = torch.exp(
+            seg if diagonal else seg.masked_fill(torch.eye(T, dtype=torch.bool, device=q.device)[..., None], -torch.inf)
+        )
+        if g.shape[-1] == 1:
+            return (a @ b.transpose(-2, -1)) * decay[..., 0]
+        return torch.einsum("bhik,bhjk,bhijk->bhij", a, b, decay)
+
+    qs = scale * q
+    P = products(qs, k, True)
+    corrected = v
+    if rule == "delta":
+        M = beta[..., :, None] * products(k, k, False)
+        eye = torch.eye(T, dtype=M.dtype, device=M.device)
+        rhs = beta[..., None] * torch.cat([v, k * torch.exp(G)], dim=-1)
+        sol = torch.linalg.solve_triangular(eye + M, rhs, upper=False, unitriangular=True)
+        corrected = sol[..., :V] - sol[..., V:] @ S
+    o = (qs * torch.exp(G)) @ S + P @ corrected
+    if output_final_state:
+        k_dec = k * torch.exp(seg[:, :, -1])  # exp(G_T − G_j) = exp(segsum[T−1, j])
+        S = torch.exp(G[:, :, -1])[..., None] * S + k_dec.transpose(-2, -1) @ corrected
+    return o.to(out_dtype), (S if output_final_state else None)
+
+
+def run_memory(q, k, v, g=None, beta=None, *, rule: Rule, mode: str = "chunk", chunk_size: int | None = None, **kw):
+    """Dispatch on ``mode`` ("recurrent" | "chunk" | "parallel") with the shared contract (``chunk_size`` None: the
+    device's default, :func:`default_chunk_size`)."""
+    checks.mode(mode)
+    if chunk_size is not None:
+        checks.chunk_size(chunk_size)
+    if mode == "recurrent":
+        return recurrent_memory(q, k, v, g, beta, rule=rule, **kw)
+    if mode == "parallel":
+        return parallel_memory(q, k, v, g, beta, rule=rule, **kw)
+    return chunk_memory(q, k, v, g, beta, rule=rule, chunk_size=chunk_size, **kw)

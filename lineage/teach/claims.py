@@ -1,0 +1,1013 @@
+"""Each stage's claim, computed on the story, and the ledger of every number the article states.
+
+A stage page opens with one sentence (what the stage claims), one number that proves it, computed from the live run
+on the story (:mod:`lineage.teach.story`), and a sentence computed from the result that says whether the claim holds
+at the
+chosen settings and, if not, why. The claim functions read any run, whatever its mechanism: a claim is only evidence
+if swapping the mechanism changes the number (the tests do exactly that).
+
+The ledger (:func:`ledger`) lists the article's numbers with the app's own value — computed from cited configs,
+computed live, or quoted with its source where the app cannot compute it — and a verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from lineage.lab import SHARP_SCALE
+from lineage.measure import footprints
+from lineage.models import hybrid
+from lineage.ops.linear_attention import NORMALIZER_EPS
+from lineage.stages import stage
+from lineage.teach import stage_runs
+from lineage.teach.story import FILLER, SWITCH, Fact, Query, Story, default_story, story_tensors, token_vectors
+
+HELD_TOL = 0.05  # a fact counts as held when its share of the read is ≥ 1 − HELD_TOL, gone when ≤ HELD_TOL
+# Linear attention's φ on the story: relu keeps the story's one-hot keys apart, so the overwritten fact reads back as
+# the textbook blend of its old and new value; the paper's elu(x) + 1 gives every key a floor of 1 in every channel,
+# and the filler (most of the story's tokens) then swamps every read. The page keeps elu(x) + 1 one click away.
+STORY_FEATURE_MAP = "relu"
+SAVING_CACHE = "cache only"  # the words for the two hybrid savings, the same on every page
+SAVING_TOTAL = "cache and KDA states"
+EXACT_TOL = 1e-3  # an answer counts as exact when its relative error is below this
+HYBRID_STATE_K = 4  # the hybrid page's KDA state: 4 key channels for the story's 7 keys, over capacity on purpose
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Running the story
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The story's settings a page exposes: write strength, the gate on ordinary tokens and at the switch."""
+
+    beta: float = 1.0  # delta-rule write strength (ignored by additive writes)
+    alpha_keep: float = 1.0  # every ordinary token keeps this much of the state (gated stages)
+    alpha_switch: float = 0.0  # the switch token keeps this much (0: a wipe); see Story.gates
+    feature_map: str = STORY_FEATURE_MAP  # linear attention's φ
+
+
+def run_story(
+    stage_key: str, story: Story, knobs: Knobs = Knobs(), *, chunk_size: int = 16, repeats: int = 1
+) -> stage_runs.StageRun:
+    """Run a linear-memory stage on the story: reference recurrence with its trace, chunked and parallel forms."""
+    s = stage(stage_key)
+    if not s.in_grid:
+        raise ValueError(f"stage {stage_key!r} is not a linear-memory stage")
+    inputs = story_tensors(
+        story,
+        s.gate,
+        alpha_keep=knobs.alpha_keep,
+        alpha_switch=knobs.alpha_switch,
+        beta=knobs.beta if s.rule == "delta" else None,
+    )
+    return stage_runs.run_stage(
+        stage_key,
+        story.T,
+        story.K,
+        story.V,
+        chunk_size=min(chunk_size, story.T),
+        feature_map=knobs.feature_map,
+        repeats=repeats,
+        inputs=inputs,
+    )
+
+
+@dataclass(frozen=True)
+class StoryTrace:
+    """The reference recurrence alone on the story (no fast forms, no timing): what a comparison line needs."""
+
+    stage: str
+    k: np.ndarray  # [T, K] keys as written (after φ for linear attention)
+    states: np.ndarray  # [T, K, V(+1)]
+
+
+Run = stage_runs.StageRun | StoryTrace  # what the claims read: a page's full run, or a comparison's trace
+
+
+def trace_story(stage_key: str, story: Story, knobs: Knobs = Knobs()) -> StoryTrace:
+    """Run only the reference recurrence of a stage on the story (for the comparison beside a page's own run)."""
+    from lineage.ops.linear_attention import recurrence_inputs
+    from lineage.ops.recurrence import recurrent_memory
+
+    s = stage(stage_key)
+    if not s.in_grid:
+        raise ValueError(f"stage {stage_key!r} is not a linear-memory stage")
+    q, k, v, g, beta = story_tensors(
+        story,
+        s.gate,
+        alpha_keep=knobs.alpha_keep,
+        alpha_switch=knobs.alpha_switch,
+        beta=knobs.beta if s.rule == "delta" else None,
+    )
+    if (
+        s.key == "linear_attention"
+    ):  # as lineage.teach.stage_runs.run_stage: φ on q and k, the normaliser as a column of ones
+        q, k, v = recurrence_inputs(q, k, v, knobs.feature_map)
+    _, _, trace = recurrent_memory(q, k, v, g, beta, rule=s.rule, trace=True)
+    return StoryTrace(s.key, k[0, 0].numpy(), trace.states[0, 0])
+
+
+def run_softmax_story(
+    story: Story, n_heads: int = 4, head_dim: int = 16, seed: int = 0, *, block_size: int | None = None
+) -> stage_runs.SoftmaxRun:
+    """A GPT-2-style attention layer generating the story's tokens with and without a KV cache (``seed`` draws the
+    layer's weights; the tokens are the story's)."""
+    return stage_runs.run_softmax(
+        story.T, n_heads, head_dim, seed, block_size=block_size, inputs=token_vectors(story, n_heads * head_dim)
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading the memory back
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def read(run: Run, story: Story, key: str, step: int) -> np.ndarray:
+    """The memory's answer at ``key`` from the state after ``step``: Sᵀk, normalised for linear attention. [V]"""
+    t_key = next((t for t, f in enumerate(story.facts) if f.key == key), None)
+    if t_key is None:
+        raise ValueError(f"key {key!r} is not in the story")
+    if not 0 <= step < story.T:
+        raise ValueError(f"step must lie in [0, {story.T - 1}], got {step}")
+    k = run.k[t_key].astype(np.float64)  # the key as the run wrote it (after φ for linear attention)
+    out = run.states[step].astype(np.float64).T @ k
+    if run.stage == "linear_attention":  # the last column is the normaliser z
+        return out[:-1] / (out[-1] + NORMALIZER_EPS)
+    return out
+
+
+def held(answer: np.ndarray, story: Story, value: str) -> float:
+    """How much of ``value`` the answer reads back clean: its coefficient when the answer is written as a mix of the
+    story's values (least squares), less every other value mixed in, clipped to [0, 1]. 1 = the right value and
+    nothing else; a fact faded to 40% = 0.4; a blend of old and new (1.00·tea + 1.00·coffee) = 0: a blend is not
+    the answer held, it is a blend."""
+    mix = blend(answer, story)
+    rest = sum(abs(c) for name, c in mix.items() if name != value)
+    return float(np.clip(mix[value] - rest, 0.0, 1.0))
+
+
+def is_blend(answer: np.ndarray, story: Story, value: str) -> bool:
+    """Whether other values make up more than HELD_TOL of the answer (it reads back as a blend, not as ``value``)."""
+    return sum(abs(c) for name, c in blend(answer, story).items() if name != value) > HELD_TOL
+
+
+def blend(answer: np.ndarray, story: Story) -> dict[str, float]:
+    """The answer as a mix of the story's value vectors: {value: coefficient} (least squares)."""
+    coef, *_ = np.linalg.lstsq(story.value_emb.T, answer, rcond=None)
+    return dict(zip(story.vocab_values, coef.tolist(), strict=True))
+
+
+def error(answer: np.ndarray, story: Story, value: str) -> float:
+    """‖answer − v‖ / ‖v‖: 0 is exact, about 1 means the answer has nothing of v."""
+    v = story.value(value)
+    return float(np.linalg.norm(answer - v) / np.linalg.norm(v))
+
+
+def _overwrite(story: Story) -> Query:
+    if story.overwrite is None:
+        raise ValueError(f"the story has no overwrite (no key written with two values); {NEEDS_OVERWRITE}")
+    return story.overwrite
+
+
+def _long_lived(story: Story) -> Query:
+    if not story.long_lived:
+        raise ValueError(f"the story has no long-lived fact; {NEEDS_LONG}")
+    return story.long_lived[0]
+
+
+def overwrite_error(run: Run, story: Story) -> float:
+    """Error of the answer for the overwritten key after the last token (expected: the newer value)."""
+    q = _overwrite(story)
+    return error(read(run, story, q.key, story.T - 1), story, q.expected)
+
+
+def topic_a_facts(story: Story) -> list[Fact]:
+    """Topic A's facts that no later token rewrites (each its key's latest value): what the switch should clear. A
+    key written again after the switch belongs to the new topic."""
+    last = {f.key: t for t, f in enumerate(story.facts)}
+    return [f for t, f in enumerate(story.facts) if f.topic == "A" and last[f.key] == t]
+
+
+def topic_a_held(run: Run, story: Story, *, after_switch: bool = True) -> float:
+    """Mean share of topic A's facts the memory holds after the last token (or just before the switch)."""
+    facts = topic_a_facts(story)
+    if not story.has_switch or not facts:
+        raise ValueError(f"the story has no topic switch with a fact before it; {NEEDS_SWITCH}")
+    step = story.T - 1 if after_switch else story.switch_step - 1
+    return float(np.mean([held(read(run, story, f.key, step), story, f.value) for f in facts]))
+
+
+def long_fact_held(run: Run, story: Story) -> float:
+    """Share of the long-lived fact (the first marked with *) the memory holds after the last token."""
+    q = _long_lived(story)
+    return held(read(run, story, q.key, story.T - 1), story, q.expected)
+
+
+def held_over_time(run: Run, story: Story) -> dict[str, np.ndarray]:
+    """For every query, the share of its expected answer the memory holds after each step ([T], NaN before the
+    fact is written)."""
+    curves = {}
+    for q in story.queries:
+        first = story.step_of(q.key, q.expected)
+        curve = np.full(story.T, np.nan)
+        for t in range(first, story.T):
+            curve[t] = held(read(run, story, q.key, t), story, q.expected)
+        curves[f"{q.key} → {q.expected}"] = curve
+    return curves
+
+
+def hybrid_needle(story: Story, kda_run: Run) -> dict[str, float]:
+    """The needle (topic A's first fact, or the story's first fact that no later token rewrites) read after the last
+    token two ways: from the KDA state, and by softmax attention over the cache of every key and value (the MLA
+    layer's lookup), at the lab's sharp scale."""
+    kept = topic_a_facts(story) or [f for f in story.facts if f.key != FILLER and _is_latest(story, f)]
+    needle = kept[0]
+    k, v = story.inputs()
+    scores = SHARP_SCALE * (k @ story.key(needle.key))  # one query against every cached key
+    weights = np.exp(scores - scores.max())
+    softmax_read = (weights / weights.sum()) @ v
+    return dict(
+        needle=f"{needle.key} → {needle.value}",
+        kda=error(read(kda_run, story, needle.key, story.T - 1), story, needle.value),
+        softmax=error(softmax_read, story, needle.value),
+    )
+
+
+def _is_latest(story: Story, fact: Fact) -> bool:
+    """Whether ``fact`` is the last write of its key (its value is the one a query expects)."""
+    return [f.value for f in story.facts if f.key == fact.key][-1] == fact.value
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The claim of each stage page
+# ---------------------------------------------------------------------------------------------------------------
+
+# What a written story must add before a stage can test its claim on it (said instead of a number that means nothing)
+NEEDS_OVERWRITE = "add a second value for one key, e.g. `Dee = coffee` after `Dee = tea`"
+NEEDS_SWITCH = "add a topic switch `|` with a fact before it that no later token rewrites, e.g. `Ada = Paris, |`"
+NEEDS_LONG = "mark one fact long-lived with `*`, e.g. `*name = Kim` first"
+
+
+@dataclass(frozen=True)
+class StageClaim:
+    """What a stage page states first: the claim, the number that proves it, and whether it holds here — or, when the
+    story lacks the case the claim is about (``missing``), what to add to it instead of a number."""
+
+    stage: str
+    claim: str  # one sentence
+    label: str  # what the number is
+    value: float
+    shown: str  # the number as shown
+    holds: bool
+    verdict: str  # a sentence computed from the result: why it holds, or why it fails at this setting
+    compare: str  # the same number for the mechanism before it, on the same story
+    missing: str = ""  # non-empty: this story cannot test the claim; the sentence says what to add
+
+    @property
+    def testable(self) -> bool:
+        return not self.missing
+
+
+def _untestable(stage_key: str, claim: str, label: str, story: Story, *needs: str) -> StageClaim:
+    """The claim on a story that lacks its case: no number, no verdict, what to add."""
+    lacks = "; and ".join(needs)
+    missing = f"To test it, {lacks}." + _capacity_note(story)
+    return StageClaim(stage_key, claim, label, math.nan, "—", False, missing, "", missing)
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def _mix(answer: np.ndarray, story: Story, n: int = 3) -> str:
+    """The answer as its ``n`` largest value coefficients, signed with a true minus: "0.69·Oslo − 0.48·jazz"."""
+    parts = [(v, c) for v, c in sorted(blend(answer, story).items(), key=lambda kv: -abs(kv[1]))[:n] if abs(c) >= 0.005]
+    if not parts:
+        return "≈ 0 (no value)"
+    text = ""
+    for i, (value, c) in enumerate(parts):
+        sign = ("−" if c < 0 else "") if i == 0 else (" − " if c < 0 else " + ")
+        text += f"{sign}{abs(c):.2f}·{value}"
+    return text
+
+
+def _capacity_note(story: Story) -> str:
+    """Over capacity — more keys than K rows, or values than V columns — the embeddings overlap: said with the claim."""
+    note = ""
+    if not story.keys_fit:
+        note += (
+            f" The state is over capacity: the story's {len(story.vocab_keys)} keys share K = {story.K} channels, so "
+            "they overlap and every write disturbs the others."
+        )
+    if not story.values_fit:
+        note += (
+            f" Its {len(story.vocab_values)} values share V = {story.V} columns, so they overlap too and a read is a "
+            "mix even when the key is clean."
+        )
+    return note
+
+
+FEATURE_MAP_NAMES = {"relu": "φ = relu", "elu1": "φ = elu + 1, the paper's"}
+LINEAR_CLAIM = (
+    "Linear attention keeps a fixed-size memory, but it can only add: an overwritten fact reads back as a blend."
+)
+DELTANET_CLAIM = (
+    "DeltaNet updates: it reads what the memory holds at a key and writes only the correction, so an overwritten fact "
+    "reads back as the new value."
+)
+
+
+def linear_claim(run: Run, story: Story, deltanet_run: Run, feature_map: str = STORY_FEATURE_MAP) -> StageClaim:
+    if story.overwrite is None:
+        return _untestable(
+            "linear_attention", LINEAR_CLAIM, "error of the answer after an overwrite", story, NEEDS_OVERWRITE
+        )
+    q = story.overwrite
+    err = overwrite_error(run, story)
+    answer = read(run, story, q.key, story.T - 1)
+    holds = err > 0.3
+    phi = FEATURE_MAP_NAMES.get(feature_map, f"φ = {feature_map}")
+    verdict = (
+        f"Asked for {q.key} after it changed from {story.overwritten_value} to {q.expected}, linear "
+        f"attention ({phi}) answers a blend, {_mix(answer, story)}: every write was added on top of the others, the "
+        f"old value included."
+        if holds
+        else f"At these settings ({phi}) the blend is small (error {err:.2f}): the keys barely overlap."
+    )
+    if holds and feature_map == "elu1":
+        verdict += (
+            f" elu + 1 is at least 1 in every channel, so every key overlaps every other and the filler ({FILLER}), "
+            "most of the story's tokens, outweighs both values: choose φ = relu to see the blend itself."
+        )
+    return StageClaim(
+        "linear_attention",
+        LINEAR_CLAIM,
+        f"error of the answer for {q.key} after the overwrite",
+        err,
+        f"{err:.2f}",
+        holds,
+        verdict + _capacity_note(story),
+        f"DeltaNet on the same story: {overwrite_error(deltanet_run, story):.3f}",
+    )
+
+
+def deltanet_claim(run: Run, story: Story, linear_run: Run, beta: float) -> StageClaim:
+    if story.overwrite is None:
+        return _untestable("deltanet", DELTANET_CLAIM, "error of the answer after an overwrite", story, NEEDS_OVERWRITE)
+    q = story.overwrite
+    err = overwrite_error(run, story)
+    answer = read(run, story, q.key, story.T - 1)
+    holds = err < EXACT_TOL
+    if holds:
+        verdict = (
+            f"Before writing {q.key} → {q.expected}, DeltaNet read {story.overwritten_value} at the key and "
+            f"wrote only the difference: the answer is now {_mix(answer, story)}."
+        )
+    elif beta < 1:
+        verdict = (
+            f"With β = {beta:g} each write closes only {beta:.0%} of the gap, so the answer is still a mix, "
+            f"{_mix(answer, story)} (error {err:.3f}); β = 1 replaces the old value outright."
+        )
+    else:
+        verdict = f"The answer is {_mix(answer, story)} (error {err:.3f})."
+    return StageClaim(
+        "deltanet",
+        DELTANET_CLAIM,
+        f"error of the answer for {q.key} after the overwrite",
+        err,
+        f"{err:.3f}",
+        holds,
+        verdict + _capacity_note(story),
+        f"linear attention ({FEATURE_MAP_NAMES[STORY_FEATURE_MAP]}) on the same story: "
+        f"{overwrite_error(linear_run, story):.2f}",
+    )
+
+
+def can_forget(story: Story) -> bool:
+    """Whether the story has a topic switch with a fact before it that no later token rewrites."""
+    return story.has_switch and bool(topic_a_facts(story))
+
+
+def _forget_verdict(before: float, after: float, forgot: bool, run: Run, story: Story) -> str:
+    """Why topic A is (or is not) gone after the switch, read from the shares before and after it."""
+    if forgot:
+        went = (
+            f"so the long-lived fact went too ({_pct(long_fact_held(run, story))} left)."
+            if story.long_lived
+            else "so it clears every fact alike."
+        )
+        return (
+            f"Topic A was held ({_pct(before)}) until the switch token closed the gate; after it, {_pct(after)} is "
+            f"left. The gate is one number for the head, {went}"
+        )
+    if before < 1 - HELD_TOL and after <= HELD_TOL:
+        return (
+            f"Topic A had already faded to {_pct(before)} before the switch, and {_pct(after)} is left after it: the "
+            "gate on every token is forgetting everything as it goes, not the old topic at the switch (slide the gate "
+            "on every token back to 1)."
+        )
+    return (
+        f"Topic A is still {_pct(after)} held after the switch: the gate at the switch is not small enough to clear "
+        "it (slide it towards 0)."
+    )
+
+
+MAMBA2_CLAIM = (
+    "Mamba-2 can forget: one gate per head decays the whole memory, so a topic switch clears what came before."
+)
+
+
+def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> StageClaim:
+    """Mamba-2: the gate at the switch clears topic A (and, being one number, everything else). Gated DeltaNet: the
+    same gate and the delta rule in one run — topic A forgotten *and* the overwritten fact edited (both numbers)."""
+    if stage_key == "mamba2" and not can_forget(story):
+        return _untestable(stage_key, MAMBA2_CLAIM, "share of topic A still held after the switch", story, NEEDS_SWITCH)
+    q = story.overwrite
+    gdn_claim = (
+        "Gated DeltaNet forgets and edits in one run: the gate clears the old topic at the switch, and the delta rule "
+        f"replaces {q.key if q else 'a key'}'s value with the new one."
+    )
+    if stage_key != "mamba2" and (q is None or not can_forget(story)):
+        needs = [n for n, lacks in ((NEEDS_SWITCH, not can_forget(story)), (NEEDS_OVERWRITE, q is None)) if lacks]
+        return _untestable(stage_key, gdn_claim, f"topic A left after {SWITCH} · the edited key's error", story, *needs)
+    before, after = topic_a_held(run, story, after_switch=False), topic_a_held(run, story)
+    kept = topic_a_held(ungated_run, story)
+    forgot = after <= HELD_TOL and before - after >= 0.5  # held before the switch, gone after it
+    verdict = _forget_verdict(before, after, forgot, run, story)
+    if stage_key == "mamba2":
+        if q is not None:
+            answer = read(run, story, q.key, story.T - 1)
+            verdict += f" Its writes still only add: {q.key}'s answer is {_mix(answer, story)}."
+        return StageClaim(
+            stage_key,
+            MAMBA2_CLAIM,
+            "share of topic A still held after the switch",
+            after,
+            _pct(after),
+            forgot,
+            verdict + _capacity_note(story),
+            f"the same writes with the gate open (α = 1) on the same story: {_pct(kept)}",
+        )
+    err = overwrite_error(run, story)
+    edited = err < EXACT_TOL
+    if edited:
+        answer = _mix(run_answer(run, story), story)
+        verdict += f" In the same run the delta rule edited {q.key}: the answer is {answer}."
+    else:
+        verdict += (
+            f" {q.key}'s answer is {_mix(run_answer(run, story), story)} (error {err:.3f}): the edit is not "
+            "clean at these settings (β below 1, or a gate below 1 fading the new value too)."
+        )
+    return StageClaim(
+        stage_key,
+        gdn_claim,
+        f"topic A left after {SWITCH} · {q.key}'s error",
+        after,
+        f"{_pct(after)} · {err:.3f}",
+        forgot and edited,
+        verdict + _capacity_note(story),
+        f"DeltaNet (no gate) on the same story: {_pct(kept)} of topic A held after the switch",
+    )
+
+
+def overwrite_mix(run: Run, story: Story) -> str:
+    """The overwritten key's answer after the last token, as a mix of the story's values ("0.50·tea + 0.50·coffee")."""
+    return _mix(run_answer(run, story), story)
+
+
+def run_answer(run: Run, story: Story) -> np.ndarray:
+    """The memory's answer for the overwritten key after the last token."""
+    return read(run, story, _overwrite(story).key, story.T - 1)
+
+
+GLA_CLAIM = "GLA gives every key channel its own gate, so the memory can drop one topic and keep a long-lived fact."
+KDA_CLAIM = (
+    "KDA keeps a long-lived fact in its slow channel while the fast channels turn over, and still edits with the delta "
+    "rule."
+)
+
+
+def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> StageClaim:
+    """GLA and KDA: per-channel gates clear topic A's channels and keep the long-lived fact's."""
+    claim = GLA_CLAIM if stage_key == "gla" else KDA_CLAIM
+    if not story.long_lived or not can_forget(story):
+        lacks = ((NEEDS_LONG, not story.long_lived), (NEEDS_SWITCH, not can_forget(story)))
+        needs = [need for need, lacking in lacks if lacking]
+        return _untestable(stage_key, claim, "share of the long-lived fact still held at the end", story, *needs)
+    long_held, a_after = long_fact_held(run, story), topic_a_held(run, story)
+    scalar_long = long_fact_held(scalar_run, story)
+    holds = long_held >= 1 - HELD_TOL and a_after <= HELD_TOL
+    q = story.long_lived[0]
+    if holds:
+        verdict = (
+            f"At the switch, topic A's channels closed ({_pct(a_after)} of topic A left) while the channel of "
+            f"{q.key} → {q.expected} stayed open: {_pct(long_held)} of it is still there."
+        )
+    else:
+        verdict = (
+            f"Here the long-lived fact keeps {_pct(long_held)} and topic A {_pct(a_after)}: per-channel gates only "
+            "separate them when the slow channel stays near 1 and the others close at the switch."
+        )
+    edited = story.overwrite
+    if stage_key == "gla":
+        if edited is not None:
+            answer = read(run, story, edited.key, story.T - 1)
+            verdict += f" GLA's writes still only add: {edited.key}'s answer is {_mix(answer, story)}."
+        prev = "Mamba-2 (one gate)"
+    else:
+        if edited is not None:
+            err = overwrite_error(run, story)
+            verdict += f" The delta rule edits as before: {edited.key}'s answer has error {err:.3f}."
+        prev = "Gated DeltaNet (one gate)"
+    return StageClaim(
+        stage_key,
+        claim,
+        f"share of {q.key} → {q.expected} still held at the end",
+        long_held,
+        _pct(long_held),
+        holds,
+        verdict + _capacity_note(story),
+        f"{prev} on the same story: {_pct(scalar_long)}",
+    )
+
+
+def hybrid_claim(needle: dict[str, float], story: Story | None = None) -> StageClaim:
+    """The needle's two errors (:func:`hybrid_needle`) on ``story`` (default: the scripted story's 7 keys)."""
+    n_keys = 7 if story is None else len(story.vocab_keys)
+    holds = needle["softmax"] < 0.1 < needle["kda"]
+    verdict = (
+        f"With {HYBRID_STATE_K} key channels for {n_keys} keys, KDA's state blurs {needle['needle']} (error "
+        f"{needle['kda']:.2f}); the softmax layer looks it up in its cache (error {needle['softmax']:.3f})."
+    )
+    if not holds:
+        verdict += " At these settings the difference is small."
+        if story is not None and story.keys_fit:
+            verdict += (
+                f" Your story's {n_keys} keys (the filler's included) fit the state's {HYBRID_STATE_K} rows, so "
+                "nothing blurs: write more distinct keys than that."
+            )
+    return StageClaim(
+        "hybrid",
+        "The hybrid keeps a few softmax layers because a fixed state blurs details that a cache finds exactly.",
+        f"needle {needle['needle']}: softmax layer's error",
+        needle["softmax"],
+        f"{needle['softmax']:.3f}",
+        holds,
+        verdict,
+        f"KDA state alone: {needle['kda']:.2f}",
+    )
+
+
+def gpt2_claim(run: stage_runs.SoftmaxRun, story: Story) -> StageClaim:
+    ratio = run.rows_recompute / run.rows_cached
+    return StageClaim(
+        "gpt2",
+        "GPT-2 without a cache recomputes every earlier token's key and value for each new token: the work grows "
+        "as N².",
+        f"Q/K/V rows projected to generate the story's {story.T} tokens (no cache vs cache)",
+        float(run.rows_recompute),
+        f"{run.rows_recompute:,} vs {run.rows_cached:,}",
+        run.rows_recompute == story.T * (story.T + 1) // 2,
+        f"Counted by the generation loop: {ratio:.1f}× the rows a cache needs, for the same outputs (they differ "
+        f"by {run.err_recompute:.1e}).",
+        f"with a KV cache: {run.rows_cached:,} rows",
+    )
+
+
+def growth(bytes_per_step: Sequence[int]) -> float:
+    """Memory held after the last step over memory after the first: T for a cache, 1 for a fixed state."""
+    b = np.asarray(bytes_per_step, dtype=np.float64)
+    return float(b[-1] / b[0])
+
+
+def kv_cache_claim(run: stage_runs.SoftmaxRun, story: Story) -> StageClaim:
+    """The cache of head 0 against a fixed state of the same head width (head dim × head dim numbers, fp32)."""
+    cache = run.trace.cache_bytes
+    g = growth(cache)
+    d = run.head_dim
+    state_bytes = d * d * 4
+    return StageClaim(
+        "kv_cache",
+        "A KV cache computes each key and value once, but it keeps all of them: it grows with every token and every "
+        "step reads all of it.",
+        f"cache of head 0 after the story's {story.T} tokens",
+        float(cache[-1]),
+        f"{int(cache[-1]):,} B",
+        g > 1.5,
+        f"{int(cache[0]):,} bytes after the first token, {int(cache[-1]):,} after the last: {g:.0f}× — one key and "
+        f"one value more per token. A fixed {d} × {d} state of the same head width holds {state_bytes:,} bytes at "
+        "every step.",
+        f"a fixed {d} × {d} fp32 state (head 0's width): {state_bytes:,} B at every step",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The ledger: every number the article states
+# ---------------------------------------------------------------------------------------------------------------
+
+ONE_M = 1 << 20
+ARTICLE = "dev.to article (31 Jul 2026), https://dev.to/cdragon123code/how-a-baseten-engineer-traced-7-years-of-attention-mechanism-evolution-from-gpt-2-to-kimi-k3-in-pl7"
+KIMI_PAPER = "Kimi Linear, arXiv 2510.26692"
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    number: str  # what the article states
+    article: str
+    app: str  # the app's value
+    how: str  # "computed" | "measured" | "quoted"
+    verdict: str  # "verified" | "differs" | "quoted only"
+    why: str
+    page: str  # url path of the page that derives it
+    source: str  # where the article's number comes from
+
+
+def decode_ratio(batch, context, schedule: Sequence[str] | None = None, *, weights: bool = True) -> np.ndarray:
+    """Bandwidth-bound decode time of all-MLA over the hybrid: (W + B·bytes_mla(N)) / (W + B·bytes_hybrid(N)).
+
+    A decode step reads the active weights once (W, whatever the batch) and every sequence's cache and state. The
+    ratio of the two floors is the throughput ratio at equal batch; as the batch grows the weights matter less and
+    the ratio climbs towards the cache ratio (27/7 for Kimi Linear, plus a sliver for the KDA states).
+    """
+    spec = hybrid.kimi_linear_spec(footprints.KIMI_LINEAR_SCHEDULE if schedule is None else schedule)
+    B, N = np.broadcast_arrays(np.asarray(batch, dtype=np.float64), np.asarray(context, dtype=np.float64))
+    hy = footprints.footprint(spec, 1)
+    mla = footprints.footprint(footprints.all_mla(spec), 1)
+    released = footprints.footprint(footprints.MODELS["kimi-linear-48b"], 1)
+    W = float(released.weight_bytes_per_token or 0) if weights else 0.0
+    read_hy = hy.state_bytes + N * hy.kv_cache_bytes_per_token
+    read_mla = mla.state_bytes + N * mla.kv_cache_bytes_per_token
+    return (W + B * read_mla) / (W + B * read_hy)
+
+
+_K3 = f"{footprints.PARAMETER_FACTS['kimi-k3'].parameters / 1e12:g}T"
+# The words for the article's 22,580 and the app's 22,501, the same on every page
+RATIO_NOMINAL = f"{_K3} ÷ the nominal {footprints.GPT2_NOMINAL_PARAMS / 1e6:g}M, the article's arithmetic"
+RATIO_EXACT = f"{_K3} ÷ GPT-2's exact {footprints.PARAMETER_FACTS['gpt2'].parameters:,}, counted from its config"
+
+
+@dataclass(frozen=True)
+class HybridSaving:
+    """The hybrid's memory against the same stack with MLA in every layer, two ways, at one context length."""
+
+    cache: float  # share of the KV cache saved (only the MLA layers cache): 1 − n_mla / n_layers
+    total: float  # share of everything held saved, the KDA layers' fixed states counted
+    n_mla: int
+    n_layers: int
+    context: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.n_mla} MLA of {self.n_layers} layers, {self.context:,} tokens"
+
+    def text(self) -> str:
+        """Both savings in the words every page uses."""
+        return f"−{self.cache:.1%} {SAVING_CACHE}; −{self.total:.1%} {SAVING_TOTAL}"
+
+
+def hybrid_saving(spec, context: int, dtype: str | None = None) -> HybridSaving:
+    """The saving of a hybrid stack (a ``footprints`` spec) against all-MLA at ``context`` tokens."""
+    spec = footprints.MODELS[spec] if isinstance(spec, str) else spec
+    held = footprints.footprint(spec, context, dtype).kv_cache_bytes
+    baseline = footprints.footprint(footprints.all_mla(spec), context, dtype).kv_cache_bytes
+    kinds = tuple(spec.layer_kinds)
+    return HybridSaving(
+        cache=1 - held / baseline,
+        total=footprints.reduction_vs_all_mla(spec, context, dtype),
+        n_mla=kinds.count("mla"),
+        n_layers=len(kinds),
+        context=int(context),
+    )
+
+
+def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: int = 1) -> list[LedgerRow]:
+    """The article's numbers, each with the app's value and a verdict. ``schedule`` (the hybrid's layer kinds,
+    default Kimi Linear's), ``context`` and ``batch`` feed the computed rows."""
+    schedule = tuple(footprints.KIMI_LINEAR_SCHEDULE if schedule is None else schedule)
+    spec = hybrid.kimi_linear_spec(schedule)
+    rows: list[LedgerRow] = []
+
+    r = footprints.lineage_ratio()
+    rows.append(
+        LedgerRow(
+            "GPT-2s in one Kimi K3",
+            "22,580×",
+            f"{int(r.ratio_to_nominal):,}× nominal ({RATIO_NOMINAL}: {r.ratio_to_nominal:,.1f}, truncated); "
+            f"{r.ratio_to_computed:,.0f}× exact ({RATIO_EXACT})",
+            "computed",
+            "verified",
+            "Both are right: they divide by different counts of GPT-2. The article's title uses the nominal one. "
+            f"K3's {_K3} itself is quoted from a secondary source.",
+            "home",
+            ARTICLE,
+        )
+    )
+    gpt2 = footprints.footprint("gpt2", ONE_M)
+    llama = footprints.footprint("llama3-8b", ONE_M)
+    rows.append(
+        LedgerRow(
+            "KV cache at 1M tokens",
+            "dozens of GB",
+            f"GPT-2 124M: {gpt2.kv_cache_bytes / 1e9:.1f} GB; Llama-3-8B: {llama.kv_cache_bytes / 1e9:.1f} GB "
+            f"({gpt2.dtype})",
+            "computed",
+            "verified" if gpt2.kv_cache_bytes > 12e9 else "differs",
+            "2 × layers × KV heads × head dim × tokens × bytes per number, from each model's config.",
+            "memory_cost",
+            ARTICLE,
+        )
+    )
+    saving = hybrid_saving(spec, context)
+    rows.append(
+        LedgerRow(
+            f"KV cache, hybrid vs all-MLA ({saving.where})",
+            "−75%",
+            saving.text(),
+            "computed",
+            "verified" if abs(saving.cache - 0.75) < 0.02 else "differs",
+            f"Only the {saving.n_mla} MLA layers cache; the paper's figure is 'up to 75%'. "
+            "Computed from the layer schedule and the MLA shapes.",
+            "hybrid",
+            f"{KIMI_PAPER} (abstract)",
+        )
+    )
+    ratio_b1 = float(decode_ratio(batch, context, schedule))
+    ceiling = float(decode_ratio(1e9, context, schedule))
+    rows.append(
+        LedgerRow(
+            f"Decode speed at 1M, hybrid vs all-MLA (batch {batch})",
+            "6×",
+            f"{ratio_b1:.2f}× (bandwidth floor, weights included); at most {ceiling:.2f}× at any batch",
+            "computed",
+            "differs",
+            "A bytes-read model: each step reads the active weights once plus every sequence's cache and state. "
+            "With one sequence the weights dominate; as the batch grows the ratio rises towards the cache ratio, "
+            "and never reaches 6×. The paper's 6× is measured; what a bytes model leaves out (the attention "
+            "arithmetic over 1M keys in every MLA layer, kernels) must account for the rest.",
+            "ledger",
+            f"{KIMI_PAPER} (abstract: 'up to 6× decoding throughput at 1M context')",
+        )
+    )
+    N, D = 4096, 64
+    rows.append(
+        LedgerRow(
+            "Attention cost, softmax → linear",
+            "O(N²D) → O(ND²)",
+            f"at N = {N:,}, D = {D}: 2N²D = {2 * N * N * D:,} vs 2ND² = {2 * N * D * D:,} FLOPs ({N // D}× fewer)",
+            "computed",
+            "verified",
+            "Softmax forms the N × N scores (N²D) and mixes the values (N²D); linear attention folds kᵀv into a "
+            "D × D state per token (ND²) and reads it (ND²).",
+            "linear_attention",
+            ARTICLE,
+        )
+    )
+    C = 64
+    flops = stage_runs.chunk_flops(N, D, C)
+    rows.append(
+        LedgerRow(
+            "Chunked delta rule cost",
+            "2LD² + 2LCD",
+            f"L = {N:,}, D = {D}, C = {C}: {flops:,} FLOPs (the model the DeltaNet page times)",
+            "computed",
+            "verified",
+            "The app's cost model is the article's; its measured times on the DeltaNet page show where FLOPs are not "
+            "the only cost (the T / C sequential hand-offs).",
+            "deltanet",
+            ARTICLE,
+        )
+    )
+    rows.append(
+        LedgerRow(
+            "Best chunk size",
+            "C = 64 or 128",
+            "measured live on the DeltaNet page for this device",
+            "quoted",
+            "quoted only",
+            "A GPU fact (tensor-core tile sizes); on a CPU the best C is whatever the measurement shows, and the page "
+            "says so. The library's chunked form takes 64 on a GPU and 32 on a CPU, where `python -m lineage bench` "
+            "measured 32 the faster at head size 64.",
+            "deltanet",
+            ARTICLE,
+        )
+    )
+    rows += _stage_table_rows()
+    rows.append(
+        LedgerRow(
+            "Decay of a write at x read at x+t",
+            "αₓ × αₓ₊₁ × … × αₓ₊ₜ",
+            f"αₓ₊₁ × … × αₓ₊ₜ (a write at x with αₓ = 0 reads back {_decay_starts_after_write():.2f})",
+            "computed",
+            "differs",
+            "The gate at step x decays the state before x's own write, so the product starts at αₓ₊₁.",
+            "gated_deltanet",
+            ARTICLE,
+        )
+    )
+    rows.append(
+        LedgerRow(
+            "Mamba-2's duality",
+            "softmax attention and SSMs are the same thing",
+            "an SSM equals *masked* linear attention (a decay mask, no softmax)",
+            "computed",
+            "differs",
+            "Dao & Gu (arXiv 2405.21060) prove the duality for attention with a 1-semiseparable mask and no softmax; "
+            "the Mamba-2 page runs both forms and compares them.",
+            "mamba2",
+            "Dao & Gu, arXiv 2405.21060",
+        )
+    )
+    rows.append(
+        LedgerRow(
+            "Kimi K3's memory at 1M",
+            "75% of work through the linear path",
+            "not computed: K3's layer schedule is not public",
+            "quoted",
+            "quoted only",
+            "No public configuration of K3's layers was found; the app shows the claim, not a number of its own.",
+            "hybrid",
+            "arXiv 2607.24653 as quoted by the article (secondary source)",
+        )
+    )
+    return rows
+
+
+def _decay_starts_after_write() -> float:
+    """Run Gated DeltaNet on one unit write at step 0 with α₀ = 0 and read it back: 1.0 if α₀ does not touch it."""
+    from lineage.ops.recurrence import recurrent_memory
+
+    k = torch.zeros(1, 1, 2, 2, dtype=torch.float64)
+    k[..., 0, 0] = 1.0
+    k[..., 1, 1] = 1.0
+    v = torch.eye(2, dtype=torch.float64)[None, None]
+    g = torch.tensor([[[-math.inf, 0.0]]], dtype=torch.float64)
+    beta = torch.ones(1, 1, 2, dtype=torch.float64)
+    _, S = recurrent_memory(k, k, v, g, beta, rule="delta", output_final_state=True)
+    return float(S[0, 0, 0, 0])
+
+
+def _stage_table_rows() -> list[LedgerRow]:
+    """The article's stage table, 'problem solved' column: each row against its stage's claim on the story — the
+    default story at the pages' default sizes and settings, so a row shows the number its page opens with."""
+    story = default_story()
+    la = trace_story("linear_attention", story)
+    dn = trace_story("deltanet", story)
+    gdn = trace_story("gated_deltanet", story)
+    kda = trace_story("kda", story)
+    sm = run_softmax_story(story)
+    K, V1 = la.states[0].shape
+    la_bytes = la.states[0].size * 4
+    sizes = f"the default story: T = {story.T}, K = {story.K}, V = {story.V}"
+    return [
+        LedgerRow(
+            "Stage 1 — GPT-2 + KV cache",
+            "Eliminate recomputation",
+            f"{sm.rows_recompute:,} → {sm.rows_cached:,} rows for the story's {story.T} tokens",
+            "computed",
+            "verified",
+            f"Counted by the two generation loops on {sizes} ({sm.n_heads} heads × {sm.head_dim}, the GPT-2 and KV "
+            "cache pages' defaults).",
+            "kv_cache",
+            ARTICLE,
+        ),
+        LedgerRow(
+            "Stage 2 — Linear attention",
+            "Cache doesn't grow with N",
+            f"state {K} × {V1} fp32 = {la_bytes:,} B at every step; head 0's cache {growth(sm.trace.cache_bytes):.0f}× "
+            "its first size at the end",
+            "computed",
+            "verified",
+            f"The state's shape is fixed (K rows, V value columns and the normaliser z; {sizes}); the cache gains a "
+            "key and a value per token.",
+            "linear_attention",
+            ARTICLE,
+        ),
+        LedgerRow(
+            "Stage 3 — DeltaNet",
+            "Can't update → can update",
+            f"overwrite error {overwrite_error(la, story):.2f} → {overwrite_error(dn, story):.3f}",
+            "computed",
+            "verified" if overwrite_error(dn, story) < EXACT_TOL < overwrite_error(la, story) else "differs",
+            f"The story's overwritten fact, read after the last token ({sizes}; linear attention with "
+            f"{FEATURE_MAP_NAMES[STORY_FEATURE_MAP]}, as its page opens).",
+            "deltanet",
+            ARTICLE,
+        ),
+        LedgerRow(
+            "Stage 4 — Gated DeltaNet",
+            "Can't forget → can forget",
+            f"topic A held after the switch: {_pct(topic_a_held(dn, story))} → {_pct(topic_a_held(gdn, story))}",
+            "computed",
+            "verified" if topic_a_held(gdn, story) <= HELD_TOL else "differs",
+            f"The story's topic switch, with the gate closed at the switch token ({sizes}).",
+            "gated_deltanet",
+            ARTICLE,
+        ),
+        LedgerRow(
+            "Stage 5 — KDA / Kimi K3",
+            "Linear surpasses full attention",
+            f"per-channel gates keep the long-lived fact ({_pct(long_fact_held(kda, story))}; one gate: "
+            f"{_pct(long_fact_held(gdn, story))})",
+            "quoted",
+            "quoted only",
+            "'Surpasses' is a trained-model benchmark result of the paper; the app shows what per-channel gates add, "
+            "not a benchmark.",
+            "kda",
+            f"{KIMI_PAPER} (abstract)",
+        ),
+    ]
+
+
+def step_sentences(run: Run, story: Story) -> list[str]:
+    """One sentence per step for the story chart: the token, what the gate did, and how much of each query's answer
+    the memory holds after it (all read from the run)."""
+    curves = held_over_time(run, story)
+    g = getattr(run, "g", None)
+    out = []
+    for t, fact in enumerate(story.facts):
+        s = f"<b>Step {t}</b>: {_TOKEN_NAMES.get(fact.label, fact.label)}"
+        if g is not None and np.any(g[t] < 0):
+            lo, hi = np.exp(g[t]).min(), np.exp(g[t]).max()
+            kept = f"α = {lo:.2f}" if hi - lo < 1e-6 else f"α from {lo:.2f} to {hi:.2f}"
+            s += f" — the gate keeps {kept}"
+        shown = []
+        for q, c in zip(story.queries, curves.values(), strict=True):
+            if np.isfinite(c[t]):
+                answer = read(run, story, q.key, t)
+                blended = is_blend(answer, story, q.expected)
+                shown.append(f"{q.key} {_mix(answer, story, 2)} (blend)" if blended else f"{q.key} {c[t]:.0%}")
+        if shown:
+            s += "<br>read back: " + ", ".join(shown)
+        out.append(s)
+    return out
+
+
+_TOKEN_NAMES = {SWITCH: f"{SWITCH} (the topic switch)", FILLER: f"{FILLER} (filler, no fact)"}
+
+
+def softmax_step_sentences(run: stage_runs.SoftmaxRun, story: Story, stage_key: str) -> list[str]:
+    """One sentence per step for the GPT-2 and KV-cache story charts, read from the run's counts and cache sizes."""
+    out = []
+    for t, label in enumerate(story.labels):
+        s = f"<b>Step {t}</b>: {_TOKEN_NAMES.get(label, label)} — "
+        if stage_key == "gpt2":
+            s += (
+                f"without a cache the layer projects {int(run.cost.rows_recompute[t]):,} rows "
+                f"(every token so far); with one, {int(run.cost.rows_cached[t])}"
+            )
+        else:
+            s += f"head 0's cache holds {int(run.trace.cache_bytes[t]):,} bytes: {t + 1} keys and {t + 1} values"
+        out.append(s)
+    return out
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where a growing MLA cache passes a fixed KDA state: measured in a live decode, extended by computation."""
+
+    tokens: np.ndarray  # [T] tokens decoded (1 … T)
+    measured: dict  # kind -> [T] bytes one layer of that kind held, measured
+    extended_tokens: np.ndarray  # [m] token counts from T to past the crossing
+    extended: dict  # kind -> [m] bytes, computed from the measured bytes per token
+    mla_per_token: int
+    kda_state: int
+    crossing: float  # tokens where the MLA layer's cache equals the KDA layer's state
+    kimi_crossing: float  # the same at Kimi Linear 48B's shapes (footprints)
+
+
+def crossover_extension(layer_bytes: np.ndarray, schedule: Sequence[str]) -> Crossover:
+    """From a live decode's bytes[t, layer], the bytes per token of an MLA layer and the fixed bytes of a KDA layer,
+    and where the first passes the second; the same at Kimi Linear's shapes."""
+    layer_bytes = np.asarray(layer_bytes)
+    schedule = tuple(schedule)
+    if layer_bytes.ndim != 2 or layer_bytes.shape[1] != len(schedule) or layer_bytes.shape[0] < 2:
+        raise ValueError(f"layer_bytes must be [T ≥ 2, {len(schedule)} layers], got shape {layer_bytes.shape}")
+    if not {"mla", "kda"} <= set(schedule):
+        raise ValueError("the schedule needs at least one MLA and one KDA layer")
+    T = layer_bytes.shape[0]
+    mla = layer_bytes[:, schedule.index("mla")].astype(np.float64)
+    kda = layer_bytes[:, schedule.index("kda")].astype(np.float64)
+    per_token = int(mla[1] - mla[0])
+    state = int(kda[-1])
+    crossing = state / per_token
+    ext = np.unique(np.geomspace(T, max(4 * crossing, 2 * T), 48).round())
+    kimi = footprints.footprint(footprints.MODELS["kimi-linear-48b"], 1).per_layer
+    kimi_mla = next(layer for layer in kimi if layer.kind == "mla").kv_cache_bytes
+    kimi_kda = next(layer for layer in kimi if layer.kind == "kda").state_bytes
+    return Crossover(
+        tokens=np.arange(1, T + 1),
+        measured={"MLA layer": mla, "KDA layer": kda},
+        extended_tokens=ext,
+        extended={"MLA layer": mla[0] + per_token * (ext - 1), "KDA layer": np.full_like(ext, state)},
+        mla_per_token=per_token,
+        kda_state=state,
+        crossing=crossing,
+        kimi_crossing=kimi_kda / kimi_mla,
+    )

@@ -1,0 +1,428 @@
+"""What a recorded sweep (:mod:`lineage.train.sweep`) shows, computed from its results: each setting's best learning
+rate
+with every seed's accuracy and their spread, and the Learned memory page's sentences, each naming its evidence.
+
+A *setting* is one mechanism and front end at one task size and width; the sweep trains it at several learning
+rates and seeds. As in Zoology (Arora et al. 2023), a setting is reported at its best learning rate: the one with the
+highest mean held-out accuracy over its seeds (ties: fewer mean steps). A point that stopped at its step or time
+budget before the target is a *budget* point, and every sentence that rests on one says so, as it says when a
+result rests on one seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+MQAR_SOURCES = {
+    "zoology": "Zoology (Arora et al. 2023, arXiv 2312.04927)",
+    "deltanet": "DeltaNet (Yang et al. 2024, arXiv 2406.06484)",
+    "kimi": "the Kimi Linear report (arXiv 2510.26692, §5.1, Figure 4b)",
+}
+TIE = 0.02  # accuracies this close count as equal
+PLATEAU = 0.1  # within this of 1/pairs, a point is on the "one of the values" plateau
+
+
+@dataclass(frozen=True)
+class Setting:
+    mixer: str
+    front_end: str
+    task: str
+    n_pairs: int
+    seq_len: int
+    width: int
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One setting at its best learning rate: every seed's final accuracy, steps and why it stopped."""
+
+    setting: Setting
+    lrs: tuple[float, ...]  # the learning rates tried
+    lr: float  # the best of them
+    seeds: tuple[int, ...]
+    accuracies: tuple[float, ...]  # final held-out accuracy per seed, at the best lr
+    steps: tuple[int, ...]
+    stopped: tuple[str, ...]  # "target" | "max_steps" | "max_seconds" per seed
+    max_steps: int
+    carried: dict  # numbers one layer carries (lineage.models.lm.LMConfig.carried)
+    chance: float
+
+    @property
+    def mean(self) -> float:
+        return sum(self.accuracies) / len(self.accuracies)
+
+    @property
+    def low(self) -> float:
+        return min(self.accuracies)
+
+    @property
+    def high(self) -> float:
+        return max(self.accuracies)
+
+    @property
+    def solved(self) -> bool:
+        """Every seed reached the target."""
+        return all(s == "target" for s in self.stopped)
+
+    @property
+    def budget(self) -> bool:
+        """Some seed stopped at its step or time budget, short of the target."""
+        return not self.solved
+
+    def state_size(self) -> int:
+        """Numbers one layer holds at the end of a sequence: fixed state, normaliser, conv cache, and a growing cache
+        over the whole sequence (the x axis of Zoology's accuracy-against-state-size plots)."""
+        c = self.carried
+        return c["state"] + c["normaliser"] + c["conv"] + c["per_token"] * self.setting.seq_len
+
+    def evidence(self) -> str:
+        """The numbers behind a claim about this setting: accuracy over the seeds, lr, steps, budget hits."""
+        seeds = len(self.seeds)
+        if seeds == 1:
+            acc = f"{self.mean:.1%}"
+        elif self.low == self.high:
+            acc = f"{self.mean:.1%} (all {seeds} seeds)"
+        else:
+            acc = f"{self.mean:.1%} (seeds {self.low:.1%}–{self.high:.1%})"
+        steps = (
+            f"{min(self.steps):,}" if min(self.steps) == max(self.steps) else f"{min(self.steps):,}–{max(self.steps):,}"
+        )
+        notes = [f"best of lr {', '.join(f'{x:g}' for x in self.lrs)}: {self.lr:g}", f"{steps} steps"]
+        if self.budget:
+            hit = sum(s != "target" for s in self.stopped)
+            notes.append(f"{hit} of {seeds} seed(s) hit the {self.max_steps:,}-step budget")
+        if seeds == 1:
+            notes.append("one seed")
+        return f"{acc}; {', '.join(notes)}"
+
+
+def label(s: Setting, title) -> str:
+    """``title(mixer)`` with the front end when it is not the default ("softmax − conv")."""
+    return title(s.mixer) + {"conv": "", "none": " − conv", "paper": " (paper's front end)"}[s.front_end]
+
+
+def summarise(results: Iterable[dict]) -> list[Summary]:
+    """One :class:`Summary` per setting of ``results`` (TrainResult dicts), at its best learning rate."""
+    from lineage.train.tasks import TaskConfig
+
+    groups: dict[Setting, dict[float, list[dict]]] = {}
+    for r in results:
+        t, m = r["task"], r["model"]
+        s = Setting(m["mixer"], m.get("front_end", "paper"), t["task"], t["n_pairs"], t["seq_len"], m["d_model"])
+        groups.setdefault(s, {}).setdefault(r["train"]["lr"], []).append(r)
+    out = []
+    for s, by_lr in groups.items():
+
+        def score(lr: float, by_lr=by_lr) -> tuple[float, float]:
+            rs = by_lr[lr]
+            return (sum(r["accuracy"] for r in rs) / len(rs), -sum(r["steps"] for r in rs) / len(rs))
+
+        lr = max(by_lr, key=score)
+        rs = sorted(by_lr[lr], key=lambda r: r["seed"])
+        out.append(
+            Summary(
+                setting=s,
+                lrs=tuple(sorted(by_lr)),
+                lr=lr,
+                seeds=tuple(r["seed"] for r in rs),
+                accuracies=tuple(r["accuracy"] for r in rs),
+                steps=tuple(r["steps"] for r in rs),
+                stopped=tuple(r["stopped"] for r in rs),
+                max_steps=max(r["train"]["max_steps"] for r in rs),
+                carried=rs[0].get("carried") or {},
+                chance=TaskConfig(**rs[0]["task"]).chance,
+            )
+        )
+    return sorted(out, key=lambda x: (x.setting.front_end != "conv", x.setting.width, x.setting.n_pairs))
+
+
+def main_width(summaries: Sequence[Summary]) -> int:
+    """The width most settings were trained at (the pairs axis is drawn there)."""
+    widths = [x.setting.width for x in summaries]
+    return max(set(widths), key=lambda w: (widths.count(w), w))
+
+
+def by_pairs(summaries: Sequence[Summary], front_end: str = "conv") -> list[Summary]:
+    """The pairs axis: settings with ``front_end`` at the main width, by mechanism then pairs."""
+    w = main_width(summaries)
+    return [x for x in summaries if x.setting.front_end == front_end and x.setting.width == w]
+
+
+def by_width(summaries: Sequence[Summary], n_pairs: int) -> list[Summary]:
+    """The capacity axis: conv settings at ``n_pairs``, over every width recorded."""
+    return [x for x in summaries if x.setting.front_end == "conv" and x.setting.n_pairs == n_pairs]
+
+
+def capacity_pairs(summaries: Sequence[Summary]) -> int | None:
+    """The number of pairs recorded at more than one width (the capacity axis), the largest such; None if none."""
+    widths: dict[int, set[int]] = {}
+    for x in summaries:
+        if x.setting.front_end == "conv":
+            widths.setdefault(x.setting.n_pairs, set()).add(x.setting.width)
+    multi = [n for n, ws in widths.items() if len(ws) > 1]
+    return max(multi) if multi else None
+
+
+def solved_sentences(summaries: Sequence[Summary], title) -> list[str]:
+    """Per mechanism on the pairs axis: where it reached the target on every seed, and where it fell short."""
+    out = []
+    rows: dict[str, list[Summary]] = {}
+    for x in by_pairs(summaries):
+        rows.setdefault(x.setting.mixer, []).append(x)
+    for mixer, xs in rows.items():
+        xs = sorted(xs, key=lambda x: x.setting.n_pairs)
+        parts = [f"{x.setting.n_pairs} pairs: {x.evidence()}" for x in xs]
+        solved = [x.setting.n_pairs for x in xs if x.solved]
+        head = (
+            f"**{title(mixer)}** reached the target on every seed at {', '.join(map(str, solved))} pairs"
+            if solved
+            else f"**{title(mixer)}** did not reach the target on every seed at any recorded size"
+        )
+        out.append(f"{head} — " + "; ".join(parts) + ".")
+    return out
+
+
+def most_learned(summaries: Sequence[Summary], title) -> str:
+    """Who learned most at the hardest size every mechanism was recorded at, with the evidence."""
+    rows = by_pairs(summaries)
+    if not rows:
+        return ""
+    mixers = {x.setting.mixer for x in rows}
+    if len(mixers) < 2:
+        return ""
+    shared = [
+        n
+        for n in {x.setting.n_pairs for x in rows}
+        if {x.setting.mixer for x in rows if x.setting.n_pairs == n} == mixers
+    ]
+    if not shared:
+        return ""
+    n = max(shared)
+    at = sorted((x for x in rows if x.setting.n_pairs == n), key=lambda x: (-x.mean, sum(x.steps)))
+    best = at[0]
+    tied = [x for x in at if best.mean - x.mean <= TIE]
+    if len(tied) > 1:
+        names = [title(x.setting.mixer) for x in tied]
+        who = ", ".join(names[:-1]) + " and " + names[-1]
+        fastest = min(tied, key=lambda x: sum(x.steps) / len(x.steps))
+        return (
+            f"At {n} pairs, the hardest size every mechanism was recorded at, {who} are within {TIE:.0%} of each "
+            f"other ({best.mean:.1%} at best); {title(fastest.setting.mixer)} got there in the fewest steps "
+            f"({fastest.evidence()})."
+        )
+    name = title(best.setting.mixer)
+    return f"At {n} pairs, the hardest size every mechanism was recorded at, {name} learned most: {best.evidence()}."
+
+
+def ablations(summaries: Sequence[Summary]) -> list[tuple[Summary, Summary]]:
+    """(with the convolution, without it) for every setting the record has both ways: same mechanism, pairs, length
+    and width."""
+    conv = {
+        (x.setting.mixer, x.setting.n_pairs, x.setting.seq_len, x.setting.width): x
+        for x in summaries
+        if x.setting.front_end == "conv"
+    }
+    return [
+        (conv[k], x)
+        for x in summaries
+        if x.setting.front_end == "none"
+        and (k := (x.setting.mixer, x.setting.n_pairs, x.setting.seq_len, x.setting.width)) in conv
+    ]
+
+
+def front_end_sentences(summaries: Sequence[Summary], title) -> list[str]:
+    """Each ablation: the same mechanism and size with and without the convolution, from the record."""
+    out = []
+    for with_conv, x in ablations(summaries):
+        s = x.setting
+        plateau = abs(x.mean - 1 / s.n_pairs) < PLATEAU and not x.solved
+        out.append(
+            f"**{label(s, title)}** at {s.n_pairs} pairs: {x.evidence()}"
+            + (f" — on the 1/{s.n_pairs} plateau" if plateau else "")
+            + f"; with the convolution: {with_conv.evidence()}."
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The page's first claim: a sentence, the number that proves it, and what the number is."""
+
+    claim: str
+    label: str
+    shown: str
+
+
+def headline(summaries: Sequence[Summary], title) -> Headline | None:
+    """The record's point in one sentence and one number: the front end's effect where the record has an ablation
+    (the largest drop from a mechanism with the convolution to the same mechanism without it), else who learned
+    most. None for a record with neither."""
+    pairs = ablations(summaries)
+    if pairs:
+        with_conv, without = max(pairs, key=lambda p: p[0].mean - p[1].mean)
+        s = without.setting
+        dropped = [(c, w) for c, w in pairs if c.mean - w.mean > TIE]
+
+        def names(xs: list[str]) -> str:
+            return xs[0] if len(xs) == 1 else f"{', '.join(xs[:-1])} and {xs[-1]}"
+
+        if not dropped:
+            return Headline(
+                f"With or without the short convolution on q, k and v, {title(s.mixer)} learned MQAR alike here "
+                f"({s.n_pairs} pairs, {s.seq_len} tokens, width {s.width}, the recorded sweep).",
+                f"{title(s.mixer)} with → without the convolution",
+                f"{with_conv.mean:.1%} → {without.mean:.1%}",
+            )
+        with_it = names([f"{title(c.setting.mixer)} {c.mean:.1%}" for c, _ in dropped])
+        without_it = names([f"{title(w.setting.mixer)} {w.mean:.1%}" for _, w in dropped])
+        claim = (
+            f"The front end decides this task: with the same short convolution on q, k and v, {with_it}; "
+            f"without it, {without_it}, near the 1/{s.n_pairs} of answering with one of the values at random "
+            f"(MQAR, {s.n_pairs} pairs, {s.seq_len} tokens, width {s.width}, the recorded sweep)."
+        )
+        return Headline(
+            claim,
+            f"{title(s.mixer)} with → without the convolution",
+            f"{with_conv.mean:.1%} → {without.mean:.1%}",
+        )
+    ranked = sorted(summaries, key=lambda x: -x.mean)
+    if not ranked:
+        return None
+    top = ranked[0]
+    s = top.setting
+    return Headline(
+        f"In the recorded sweep, {label(s, title)} learned most on MQAR at {s.n_pairs} pairs.",
+        f"{label(s, title)}, {s.n_pairs} pairs",
+        f"{top.mean:.0%}",
+    )
+
+
+def plateau_sentence(summaries: Sequence[Summary], title) -> str:
+    """Settings that ended on the "one of the values" plateau (accuracy near 1/pairs, short of the target)."""
+    near = [x for x in summaries if not x.solved and abs(x.mean - 1 / x.setting.n_pairs) < PLATEAU]
+    if not near:
+        return ""
+    said = ", ".join(f"{label(x.setting, title)} at {x.setting.n_pairs} pairs ({x.mean:.0%})" for x in near)
+    return (
+        f"On the plateau when the budget ran out: {said}. Accuracy near 1/N for N pairs means the model answers "
+        "with one of the values in the context but not the one bound to the queried key; these points say the "
+        "budget ran out, not that the memory did."
+    )
+
+
+def _at_shared_pairs(a: Sequence[Summary], b: Sequence[Summary]) -> tuple[list[int], list[tuple[Summary, Summary]]]:
+    """The pair counts both mechanisms' rows have, and their rows side by side at each."""
+    shared = sorted({x.setting.n_pairs for x in a} & {x.setting.n_pairs for x in b})
+    at = [(next(x for x in a if x.setting.n_pairs == n), next(x for x in b if x.setting.n_pairs == n)) for n in shared]
+    return shared, at
+
+
+def paper_checks(summaries: Sequence[Summary], title) -> list[str]:
+    """Each paper's MQAR finding, checked against the record at the matched (conv) front end, with the evidence."""
+    rows = by_pairs(summaries)
+    by: dict[str, list[Summary]] = {}
+    for x in rows:
+        by.setdefault(x.setting.mixer, []).append(x)
+    lines = []
+
+    def verdict(agree: bool, xs: Sequence[Summary]) -> str:
+        caveats = []
+        if any(len(x.seeds) == 1 for x in xs):
+            caveats.append("rests on one seed")
+        if any(x.budget for x in xs):
+            caveats.append("some of these points hit the budget")
+        tail = f" ({'; '.join(caveats)})" if caveats else ""
+        return f"this record {'agrees' if agree else '**disagrees**'}{tail}"
+
+    if "softmax" in by:
+        xs = by["softmax"]
+        agree = all(x.solved for x in xs)
+        here = "; ".join(f"{x.setting.n_pairs} pairs {x.evidence()}" for x in xs)
+        lines.append(
+            f"{MQAR_SOURCES['zoology']}: attention solves MQAR at every size it tests. Here, softmax with the "
+            f"matched front end: {here} — {verdict(agree, xs)}."
+        )
+    if "deltanet" in by and "linear_attention" in by:
+        shared, pairs = _at_shared_pairs(by["deltanet"], by["linear_attention"])
+        agree = all(a.mean > b.mean + TIE or (a.solved and not b.solved) for a, b in pairs)
+        here = "; ".join(
+            f"{n} pairs: DeltaNet {a.mean:.0%}, linear attention {b.mean:.0%}"
+            for n, (a, b) in zip(shared, pairs, strict=True)
+        )
+        lines.append(
+            f"{MQAR_SOURCES['deltanet']}: on MQAR the delta rule beats additive linear attention. Here: {here} — "
+            f"{verdict(agree, [x for p in pairs for x in p])}."
+        )
+    if "kda" in by and "gated_deltanet" in by:
+        shared, pairs = _at_shared_pairs(by["kda"], by["gated_deltanet"])
+        agree = all(a.mean >= b.mean - TIE for a, b in pairs)
+        here = "; ".join(
+            f"{n} pairs: KDA {a.mean:.0%} in {sum(a.steps) / len(a.steps):.0f} steps, Gated DeltaNet {b.mean:.0%} in "
+            f"{sum(b.steps) / len(b.steps):.0f}"
+            for n, (a, b) in zip(shared, pairs, strict=True)
+        )
+        lines.append(
+            f"{MQAR_SOURCES['kimi']}: KDA is at least as accurate as Gated DeltaNet on MQAR, and converges faster at "
+            f"long contexts (its runs: 256–2,048 tokens, up to 20,000 steps; these are far shorter). Here: {here} — "
+            f"{verdict(agree, [x for p in pairs for x in p])}."
+        )
+    return lines
+
+
+def capacity_sentence(summaries: Sequence[Summary], title) -> str:
+    """What the capacity axis shows: each mechanism's accuracy as its state shrinks, at one number of pairs."""
+    n = capacity_pairs(summaries)
+    if n is None:
+        return ""
+    rows: dict[str, list[Summary]] = {}
+    for x in by_width(summaries, n):
+        rows.setdefault(x.setting.mixer, []).append(x)
+    parts = []
+    for mixer, xs in rows.items():
+        xs = sorted(xs, key=lambda x: x.setting.width)
+        parts.append(
+            f"{title(mixer)} "
+            + ", ".join(f"{x.mean:.0%} at width {x.setting.width} ({x.state_size():,} numbers)" for x in xs)
+        )
+    budget = sum(x.budget for xs in rows.values() for x in xs)
+    return (
+        f"At {n} pairs, narrowing the model shrinks every layer's memory: "
+        + "; ".join(parts)
+        + "."
+        + (
+            f" {budget} of these settings hit the budget on some seed, so a low point there may be a plateau."
+            if budget
+            else ""
+        )
+    )
+
+
+def memory_caption(summaries: Sequence[Summary], title) -> str:
+    """What one layer of each recorded model carries, by part, at the main width — the state-size caption."""
+    rows = [x for x in by_pairs(summaries) if x.carried]
+    if not rows:
+        return ""
+    seen: dict[str, Summary] = {}
+    for x in rows:
+        seen.setdefault(x.setting.mixer, x)
+    parts = []
+    for mixer, x in seen.items():
+        c, T = x.carried, x.setting.seq_len
+        bits = []
+        if c["state"]:
+            bits.append(f"{c['state']:,} of state")
+        if c["normaliser"]:
+            bits.append(f"{c['normaliser']:,} of normaliser")
+        if c["per_token"]:
+            bits.append(f"a cache of {c['per_token']:,} per token ({c['per_token'] * T:,} at {T} tokens)")
+        if c["conv"]:
+            bits.append(f"{c['conv']:,} of convolution cache")
+        parts.append(f"{title(mixer)} {' + '.join(bits)} = {x.state_size():,}")
+    width = rows[0].setting.width
+    return f"Numbers one layer carries from token to token at width {width}: " + "; ".join(parts) + "."
+
+
+def on_plateau(results: Iterable, n_pairs: int) -> list:
+    """The TrainResults (of one MQAR task with ``n_pairs``) that ended short of the target near 1/``n_pairs``."""
+    return [r for r in results if not r.solved and abs(r.accuracy - 1 / n_pairs) < PLATEAU]
