@@ -8,7 +8,7 @@ import streamlit as st
 
 from lineage import plots, stages
 from lineage.measure import footprints
-from lineage.teach import claims
+from lineage.teach import ledger
 from ui.classroom import chart, prose, start_tour
 from ui.common import markdown_table
 from ui.first_chart import defer_rest
@@ -27,9 +27,9 @@ if st.button("Start the tour: GPT-2 →", type="primary", key="home_start", shor
     start_tour()
 
 st.subheader("Memory against context length, every stage")
-compare = stages.COMPARE_LAYER
+compare = footprints.COMPARE_LAYER
 seq_lens = np.array([2**i for i in range(21)])  # 1 token to 1,048,576 (Kimi Linear's context)
-per_stage = {s.key: stages.memory_per_layer(s.key, seq_lens) for s in stages.all_stages()}
+per_stage = {s.key: footprints.memory_per_layer(s.key, seq_lens) for s in stages.all_stages()}
 # The hybrid's saving is measured against the same layer with MLA everywhere (the article's "−75%"), not against GPT-2:
 # its MLA layers also cache less per token than GPT-2's heads.
 all_mla = footprints.custom_spec(
@@ -52,17 +52,17 @@ home_hybrid = footprints.custom_spec(
     name="hybrid",
 )
 longest = int(seq_lens[-1])
-saving = claims.hybrid_saving(home_hybrid, longest, "bf16")  # the hybrid line below, against the all-MLA line
+saving = ledger.hybrid_saving(home_hybrid, longest, "bf16")  # the hybrid line below, against the all-MLA line
 n_kda = stages.HYBRID_EVERY - 1
 kimi = footprints.MODELS["kimi-linear-48b"]
-kimi_saving = claims.hybrid_saving(kimi, longest, "bf16")
+kimi_saving = ledger.hybrid_saving(kimi, longest, "bf16")
 chart(
     plots.memory_by_stage(
         seq_lens,
         per_stage,
         notes={
             "hybrid": f"{n_kda} KDA : 1 MLA layers<br>−{saving.total:.1%} against all-MLA at 1M<br>"
-            f"({claims.SAVING_TOTAL})"
+            f"({ledger.SAVING_TOTAL})"
         },
         baseline=("All-MLA, same width", "(the article's −75% baseline)", mla_bytes),
         title="Bytes one layer holds while decoding (log-log)",
@@ -83,7 +83,7 @@ st.caption(
     f"{per_stage['gpt2'][-1] / per_stage['hybrid'][-1]:.0f}× below GPT-2, of which only the layer ratio is the "
     f"hybrid's saving. Like for like — against the same layers all MLA, at {longest:,} tokens — it saves "
     f"{saving.text()}. Kimi Linear's own schedule ({kimi_saving.n_mla} MLA of {kimi_saving.n_layers} layers, from its "
-    f"config.json) saves {kimi_saving.text()}: the article's “−75%”. Computed by `lineage.stages.memory_per_layer` "
+    f"config.json) saves {kimi_saving.text()}: the article's “−75%”. Computed by `lineage.measure.footprints.memory_per_layer` "
     "and `lineage.measure.footprints`; hover a line for exact bytes."
 )
 
@@ -153,13 +153,13 @@ gpt2, k3 = footprints.PARAMETER_FACTS["gpt2"], footprints.PARAMETER_FACTS["kimi-
 r1, r2, r3, r4 = st.columns(4)
 r1.metric("GPT-2 parameters", f"{gpt2.parameters:,}", help=f"{gpt2.how}: {gpt2.source}")
 r2.metric("Kimi K3 parameters", f"{k3.parameters:,}", help=f"{k3.how}: {k3.source}")
-r3.metric("GPT-2s in one Kimi K3 (nominal)", f"{int(ratio.ratio_to_nominal):,}", help=claims.RATIO_NOMINAL)
-r4.metric("GPT-2s in one Kimi K3 (exact)", f"{ratio.ratio_to_computed:,.0f}", help=claims.RATIO_EXACT)
+r3.metric("GPT-2s in one Kimi K3 (nominal)", f"{int(ratio.ratio_to_nominal):,}", help=ledger.RATIO_NOMINAL)
+r4.metric("GPT-2s in one Kimi K3 (exact)", f"{ratio.ratio_to_computed:,.0f}", help=ledger.RATIO_EXACT)
 st.markdown(
     f"""
-The article this app follows puts **{int(ratio.ratio_to_nominal):,}** in its title: {claims.RATIO_NOMINAL}
+The article this app follows puts **{int(ratio.ratio_to_nominal):,}** in its title: {ledger.RATIO_NOMINAL}
 ({ratio.ratio_to_nominal:,.1f}, with the decimals dropped). The app also gives
-**{ratio.ratio_to_computed:,.0f}**: {claims.RATIO_EXACT}. Both are right; they divide by different counts of
+**{ratio.ratio_to_computed:,.0f}**: {ledger.RATIO_EXACT}. Both are right; they divide by different counts of
 GPT-2. Either way, parameters are not the story told here: the mechanisms of memory are.
 """
 )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from lineage import plots
+from lineage import plots, schedules
 from lineage.measure import footprints
 from lineage.models import hybrid
 from lineage.plots.story import crossover
-from lineage.teach import claims
+from lineage.teach import claims, ledger
 from lineage.teach.story import story_for
 from ui.classroom import cap_notes, chart, step_control
 from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
@@ -54,7 +54,7 @@ reported to follow the same plan. Those facts come from a secondary source: {K3.
 """
 )
 equation_panel("hybrid")
-show_code(footprints.periodic_schedule, hybrid.HybridStack.forward, hybrid.decode_trace)
+show_code(schedules.periodic_schedule, hybrid.HybridStack.forward, hybrid.decode_trace)
 
 st.subheader("The schedule")
 preset = st.radio(
@@ -69,7 +69,7 @@ preset = st.radio(
     key="hybrid_schedule",
 )
 if preset == "kimi":
-    schedule = footprints.KIMI_LINEAR_SCHEDULE
+    schedule = schedules.KIMI_LINEAR_SCHEDULE
 else:
     a, b = st.columns(2)
     n_layers = capped_slider(
@@ -97,16 +97,16 @@ context = st.select_slider(
     bind="query-params",
     key="hybrid_context",
 )
-spec = hybrid.kimi_linear_spec(schedule)
+spec = footprints.kimi_linear_spec(schedule)
 fp = footprints.footprint(spec, context)
-saving = claims.hybrid_saving(spec, context)
+saving = ledger.hybrid_saving(spec, context)
 a, b, c = st.columns(3)
 a.metric("held by the whole stack", plots.format_bytes(fp.total_bytes), help=f"{fp.total_bytes:,} bytes ({fp.dtype})")
 b.metric("of which cache (grows)", plots.format_bytes(fp.kv_cache_bytes), help=f"{fp.kv_cache_bytes:,} bytes")
 c.metric(
-    f"saved against all-MLA, {claims.SAVING_TOTAL}",
+    f"saved against all-MLA, {ledger.SAVING_TOTAL}",
     f"−{saving.total:.1%}",
-    help=f"Same depth and shapes with MLA in every layer ({saving.where}). {claims.SAVING_CACHE}: −{saving.cache:.1%}.",
+    help=f"Same depth and shapes with MLA in every layer ({saving.where}). {ledger.SAVING_CACHE}: −{saving.cache:.1%}.",
 )
 chart(
     plots.per_layer_bars(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from lineage.measure import footprints
+from lineage import schedules
 from lineage.plots.story import decode_ratio_curves
-from lineage.teach import claims
+from lineage.teach import ledger
 from ui.classroom import chart
 from ui.common import markdown_table, run_or_stop
 
@@ -42,12 +42,12 @@ context = b.select_slider(
 batch = c.select_slider(
     "Batch (sequences decoded together)", BATCHES.tolist(), value=1, bind="query-params", key="ledger_batch"
 )
-schedule = footprints.KIMI_LINEAR_SCHEDULE if every == 0 else footprints.periodic_schedule(27, every)
+schedule = schedules.KIMI_LINEAR_SCHEDULE if every == 0 else schedules.periodic_schedule(27, every)
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
-def ledger_rows(schedule: tuple[str, ...], context: int, batch: int) -> list[claims.LedgerRow]:
-    return claims.ledger(schedule, context, batch)
+def ledger_rows(schedule: tuple[str, ...], context: int, batch: int) -> list[ledger.LedgerRow]:
+    return ledger.ledger(schedule, context, batch)
 
 
 rows = run_or_stop(ledger_rows, tuple(schedule), context, batch)
@@ -80,8 +80,8 @@ st.markdown(
     "sequence the weights (the same for both) dominate and the ratio stays low; with many sequences the caches "
     "dominate and the ratio climbs towards the ratio of cache bytes — and stops there."
 )
-ratios = {f"{n:,} tokens": claims.decode_ratio(BATCHES, n, schedule) for n in (CONTEXTS[0], 2**17, context)}
-ceiling = float(claims.decode_ratio(1e12, context, schedule))
+ratios = {f"{n:,} tokens": ledger.decode_ratio(BATCHES, n, schedule) for n in (CONTEXTS[0], 2**17, context)}
+ceiling = float(ledger.decode_ratio(1e12, context, schedule))
 chart(
     decode_ratio_curves(
         BATCHES, ratios, paper=6.0, ceiling=ceiling, title="Bandwidth floor: all-MLA over the hybrid, by batch"
@@ -89,10 +89,10 @@ chart(
     key="ledger_decode_ratio",
     alt="Decode-time ratio of all-MLA over the hybrid against batch size, rising towards the cache ratio, below 6×.",
 )
-at = float(claims.decode_ratio(batch, context, schedule))
+at = float(ledger.decode_ratio(batch, context, schedule))
 st.markdown(
     f"At {context:,} tokens and batch {batch}, the floor gives **{at:.2f}×**; no batch takes it past "
-    f"**{ceiling:.2f}×**, below the paper's 6× ({claims.KIMI_PAPER}, abstract). A bytes-read model leaves out the "
+    f"**{ceiling:.2f}×**, below the paper's 6× ({ledger.KIMI_PAPER}, abstract). A bytes-read model leaves out the "
     "attention arithmetic over every cached token in each MLA layer and the kernels' efficiency; the paper measured "
     "its 6×, and the app cannot reproduce that measurement here."
 )

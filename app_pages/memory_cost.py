@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from lineage import plots
+from lineage import plots, schedules
 from lineage.measure import footprints
-from lineage.teach import claims
+from lineage.teach import ledger
 from ui.classroom import chart, prose
 from ui.classroom import table as show_table
 from ui.common import measured_bandwidth, what_to_notice, whole_number_input
@@ -81,13 +81,13 @@ custom_args = (
     whole_number_input(c[3], "Head dim (head_dim)", key="memory_cost_head_dim", default=128),
     c[4].selectbox(
         "Layer kind",
-        footprints.LAYER_KINDS,
-        index=footprints.LAYER_KINDS.index("kda"),
+        schedules.LAYER_KINDS,
+        index=schedules.LAYER_KINDS.index("kda"),
         bind="query-params",
         key="memory_cost_kind",
     ),
     c[5].selectbox(
-        "Softmax kind", footprints.SOFTMAX_KINDS, index=1, bind="query-params", key="memory_cost_softmax_kind"
+        "Softmax kind", schedules.SOFTMAX_KINDS, index=1, bind="query-params", key="memory_cost_softmax_kind"
     ),
     whole_number_input(c[6], "Softmax every N layers (0 = none)", key="memory_cost_every", default=4, lo=0),
 )
@@ -96,7 +96,7 @@ custom_args = (
 def custom_model(n_layers, n_heads, n_kv_heads, head_dim, kind, softmax_kind, every) -> footprints.ModelSpec:
     """The user's spec: ``kind`` everywhere, ``softmax_kind`` at every ``every``-th layer (none if 0)."""
     footprints.check_custom_sizes(n_layers, n_heads, n_kv_heads, head_dim)  # before a schedule of n_layers entries
-    kinds = kind if every == 0 else footprints.periodic_schedule(n_layers, every, base=kind, kind=softmax_kind)
+    kinds = kind if every == 0 else schedules.periodic_schedule(n_layers, every, base=kind, kind=softmax_kind)
     return footprints.custom_spec(n_layers, n_heads, n_kv_heads, head_dim, kinds)
 
 
@@ -193,8 +193,8 @@ def at_length(dtype: str, seq_len: int, custom: tuple | None, bandwidth: float) 
     return dict(
         table=table,
         layers=layers,
-        kimi=claims.hybrid_saving(KIMI, seq_len, dtype),
-        kimi_1m=claims.hybrid_saving(KIMI, MILLION, dtype),
+        kimi=ledger.hybrid_saving(KIMI, seq_len, dtype),
+        kimi_1m=ledger.hybrid_saving(KIMI, MILLION, dtype),
     )
 
 
@@ -258,10 +258,10 @@ if view is not None:
     st.subheader("Kimi Linear against the same stack with MLA in every layer")
     at_million = int(seq_len) == MILLION  # then the table's length is the million the paper speaks of: one number
     a, b, d = st.columns(3)
-    a.metric(f"saved, {claims.SAVING_CACHE} (any length)", f"{view['kimi'].cache:.1%}")
-    b.metric(f"saved, {claims.SAVING_TOTAL}, {int(seq_len):,} tokens", f"{view['kimi'].total:.1%}")
+    a.metric(f"saved, {ledger.SAVING_CACHE} (any length)", f"{view['kimi'].cache:.1%}")
+    b.metric(f"saved, {ledger.SAVING_TOTAL}, {int(seq_len):,} tokens", f"{view['kimi'].total:.1%}")
     if not at_million:
-        d.metric(f"saved, {claims.SAVING_TOTAL}, {MILLION:,} tokens", f"{view['kimi_1m'].total:.1%}")
+        d.metric(f"saved, {ledger.SAVING_TOTAL}, {MILLION:,} tokens", f"{view['kimi_1m'].total:.1%}")
     kimi_spec = footprints.MODELS[KIMI]
     n_mla = len(kimi_spec.layers_of("mla"))
     st.markdown(
@@ -302,9 +302,9 @@ if view is not None:
         m1.metric(f"{llama_name}: held per sequence", human_bytes(by_name.loc[llama_name, "read per token (bytes)"]))
         m2.metric(f"{kimi_name}: held per sequence", human_bytes(by_name.loc[kimi_name, "read per token (bytes)"]))
         m3.metric(
-            f"{kimi_name} against all-MLA, {claims.SAVING_CACHE}",
+            f"{kimi_name} against all-MLA, {ledger.SAVING_CACHE}",
             f"−{view['kimi'].cache:.1%}",
-            help=f"{claims.SAVING_TOTAL}: −{view['kimi'].total:.1%} at {int(seq_len):,} tokens.",
+            help=f"{ledger.SAVING_TOTAL}: −{view['kimi'].total:.1%} at {int(seq_len):,} tokens.",
         )
 
 # ---- sources ---------------------------------------------------------------------------------------------------

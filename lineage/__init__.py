@@ -12,13 +12,12 @@ Conventions, stated once for the whole package:
   Inputs of any float dtype; computation in fp32 (fp64 stays fp64); ``o`` comes back in ``v``'s dtype.
 * Bad input raises ``ValueError`` / ``TypeError`` naming the argument, what was given and what is allowed.
 
-Layers: :mod:`lineage.ops.recurrence` (the one recurrence, three forms) → one module per stage (op + paper) →
-:mod:`lineage.mechanisms` (the one table of mechanisms: paper, write rule, gate, layer options, colour, op) →
-:mod:`lineage.models.layers` / :mod:`lineage.models.hybrid` (nn.Modules), :mod:`lineage.stages`,
-:mod:`lineage.measure.footprints`,
-:mod:`lineage.lab`, :mod:`lineage.measure.verify`, :mod:`lineage.measure.bench` (all derived from the table) →
-:mod:`lineage.plots` (Plotly figures). Softmax attention's math is :mod:`lineage.ops.softmax`, its cache
-:mod:`lineage.ops.kv_cache`, its IO and FLOP accounting :mod:`lineage.ops.io_cost`.
+Layers, from the bottom; a module imports only from its own layer and lower ones (docs/ARCHITECTURE.md):
+conventions (:mod:`lineage.checks`, :mod:`lineage.numerics`, :mod:`lineage.device`) → :mod:`lineage.ops` (the one
+recurrence, :mod:`lineage.ops.recurrence`; one module per stage; softmax attention and its cache) → the tables
+(:mod:`lineage.mechanisms`, the one table of mechanisms; :mod:`lineage.schedules`; :mod:`lineage.stages`) →
+:mod:`lineage.models` → :mod:`lineage.measure`, :mod:`lineage.lab` → :mod:`lineage.train` → :mod:`lineage.teach` →
+:mod:`lineage.plots` (Plotly figures). ``python -m lineage`` (:mod:`lineage.__main__`) sits on top.
 """
 
 import importlib

@@ -92,9 +92,8 @@ class Mechanism:
         op: the public op; None where the mechanism exists only as a layer (MLA).
         bare: keyword arguments that make ``op`` the bare shared recurrence (S += k vᵀ, no feature map, no
             normaliser), so that it can be checked against :func:`lineage.ops.recurrence.recurrent_memory`.
-        layer_kind: its kind in :mod:`lineage.measure.footprints` and :mod:`lineage.models.hybrid` schedules (the key,
-        except
-            "mha" for softmax attention, whose footprint kinds are "mha" and "gqa").
+        layer_kind: its kind in :mod:`lineage.schedules` (the schedules the models build and the cost catalogue
+            sizes): the key, except "mha" for softmax attention, whose footprint kinds are "mha" and "gqa".
     """
 
     key: str
@@ -372,9 +371,8 @@ def softmax_mechanisms() -> tuple[Mechanism, ...]:
 def layer_kinds() -> tuple[str, ...]:
     """The one list of layer kinds: every mechanism's (``"mha"`` for softmax attention), in the table's order.
 
-    :mod:`lineage.models.hybrid` builds a layer of each; :mod:`lineage.measure.footprints` sizes each, plus ``"gqa"``,
-    softmax
-    attention with shared key/value heads, a cache layout of the same mechanism.
+    :mod:`lineage.models.hybrid` builds a layer of each; :mod:`lineage.measure.footprints` sizes each, plus
+    ``"gqa"``, softmax attention with shared key/value heads, a cache layout of the same mechanism.
     """
     return tuple(m.layer_kind for m in MECHANISMS.values())
 

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from lineage.measure import footprints
+from lineage import schedules
 from lineage.mechanisms import GATES, MECHANISMS, RULES, Mechanism, mechanism
 
 
@@ -32,9 +30,7 @@ class Stage:
     problem_solved: str
     cost_introduced: str
     mechanisms: tuple[str, ...]  # keys of lineage.mechanisms this stage runs
-    layer_kinds: tuple[
-        str, ...
-    ]  # one layer schedule of lineage.measure.footprints kinds: this stage's memory per layer
+    layer_kinds: tuple[str, ...]  # one layer schedule of lineage.schedules kinds: this stage's memory per layer
     rule: str | None = None  # "additive" | "delta" for the linear-memory family
     gate: str | None = None  # "none" | "scalar" | "channel"
     transition: str = ""  # one line leading *into* this stage, for the guided tour
@@ -90,7 +86,7 @@ HYBRID = Stage(
     problem_solved="Exact retrieval where it matters, fixed-size memory everywhere else",
     cost_introduced="The MLA layers' cache still grows with context (about a quarter of an all-MLA stack)",
     mechanisms=("kda", "mla"),
-    layer_kinds=footprints.periodic_schedule(HYBRID_EVERY, HYBRID_EVERY, base="kda", kind="mla"),
+    layer_kinds=schedules.periodic_schedule(HYBRID_EVERY, HYBRID_EVERY, base="kda", kind="mla"),
     transition="A fixed state loses exact details past capacity. Keep a few softmax layers to retrieve them.",
 )
 
@@ -135,28 +131,3 @@ def stage(key: str) -> Stage:
 def grid() -> dict[tuple[str, str], Stage]:
     """The write-rule × gate grid of the linear-memory family: (rule, gate) -> stage."""
     return {(s.rule, s.gate): s for s in all_stages() if s.in_grid}
-
-
-# One shared layer shape for comparing stages on the home page: GPT-2's attention width (12 heads × 64).
-COMPARE_LAYER = dict(n_heads=12, head_dim=64)
-
-
-def memory_per_layer(stage_key: str, seq_lens, *, dtype: str = "bf16") -> np.ndarray:
-    """Bytes one layer of this stage holds while decoding at each context length (a GPT-2-wide layer).
-
-    Softmax stages hold a KV cache (GPT-2 without cache rebuilds the same keys and values every step, so its
-    working set is the same size — it just recomputes it); linear stages hold a fixed state; the hybrid is the
-    mean over its layer schedule (one MLA layer in every ``HYBRID_EVERY``).
-    """
-    s = stage(stage_key)
-    spec = footprints.custom_spec(
-        n_layers=len(s.layer_kinds),
-        n_heads=COMPARE_LAYER["n_heads"],
-        n_kv_heads=COMPARE_LAYER["n_heads"],
-        head_dim=COMPARE_LAYER["head_dim"],
-        layer_kinds=s.layer_kinds,
-        dtype=dtype,
-        name=s.title,
-    )
-    curve = footprints.kv_cache_curve(spec, np.asarray(seq_lens), dtype)
-    return np.asarray(curve.total_bytes, dtype=np.float64) / len(s.layer_kinds)

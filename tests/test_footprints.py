@@ -20,12 +20,11 @@ from lineage.measure.footprints import (
     decode_time_lower_bound,
     footprint,
     kv_cache_curve,
-    layer_schedule,
     lineage_ratio,
     parameter_count,
-    periodic_schedule,
     reduction_vs_all_mla,
 )
+from lineage.schedules import layer_schedule, periodic_schedule
 
 BF16 = 2
 ONE_MILLION = 1_000_000

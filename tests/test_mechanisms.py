@@ -11,7 +11,7 @@ import re
 import pytest
 import torch
 
-from lineage import lab, mechanisms, stages
+from lineage import lab, mechanisms, schedules, stages
 from lineage.measure import bench, footprints, verify
 from lineage.mechanisms import MECHANISMS, LayerOptions, Mechanism, StageRow, linear_mechanisms, mechanism
 from lineage.models import hybrid
@@ -139,11 +139,11 @@ def test_hybrid_builds_every_layer_kind_of_the_table():
 
 
 def test_footprint_kinds_come_from_the_table():
-    assert tuple(m.key for m in linear_mechanisms()) == footprints.LINEAR_KINDS
+    assert tuple(m.key for m in linear_mechanisms()) == schedules.LINEAR_KINDS
     assert tuple(m.key for m in linear_mechanisms() if m.layer.conv) == footprints.CONV_KINDS
     assert footprints.NORMALIZER_KINDS == ("linear_attention",)
-    assert set(footprints.LAYER_KINDS) == {*mechanisms.layer_kinds(), "gqa"}, "one list of kinds, plus GQA's layout"
-    assert {m.layer_kind for m in mechanisms.softmax_mechanisms()} <= set(footprints.SOFTMAX_KINDS)
+    assert set(schedules.LAYER_KINDS) == {*mechanisms.layer_kinds(), "gqa"}, "one list of kinds, plus GQA's layout"
+    assert {m.layer_kind for m in mechanisms.softmax_mechanisms()} <= set(schedules.SOFTMAX_KINDS)
 
 
 def test_stage_table_rows_come_from_the_table():

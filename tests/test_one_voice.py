@@ -16,7 +16,7 @@ from lineage.plots.core import COLORSCALES, DIVERGING, SEQUENTIAL
 from lineage.plots.story import attention_story, story_memory
 from lineage.plots.vocabulary import figure_problems, name_coinciding, spread_coinciding
 from lineage.stages import all_stages
-from lineage.teach import claims
+from lineage.teach import claims, ledger
 from lineage.teach.equations import equation
 from lineage.teach.story import DEFAULT_K, DEFAULT_T, DEFAULT_V, FILLER, OVERWRITE, OVERWRITTEN_VALUE, default_story
 from ui.story import fact_cells
@@ -179,7 +179,7 @@ def test_the_ledger_story_rows_are_the_pages_default_runs(story, traces):
 
     defaults = inspect.signature(common.size_controls).parameters
     assert (defaults["T"].default, defaults["K"].default, defaults["V"].default) == (DEFAULT_T, DEFAULT_K, DEFAULT_V)
-    rows = {r.number: r for r in claims.ledger()}
+    rows = {r.number: r for r in ledger.ledger()}
     la, dn = (claims.overwrite_error(traces[k], story) for k in ("linear_attention", "deltanet"))
     assert f"{la:.2f} → {dn:.3f}" in rows["Stage 3 — DeltaNet"].app
     sm = claims.run_softmax_story(story)
@@ -192,10 +192,10 @@ def test_the_ledger_story_rows_are_the_pages_default_runs(story, traces):
 
 
 def test_the_two_hybrid_savings_carry_their_words():
-    s = claims.hybrid_saving("kimi-linear-48b", claims.ONE_M)
-    assert s.cache != s.total and claims.SAVING_CACHE in s.text() and claims.SAVING_TOTAL in s.text()
-    assert s.text().startswith(f"−{s.cache:.1%} {claims.SAVING_CACHE}")
-    assert claims.RATIO_NOMINAL != claims.RATIO_EXACT
+    s = ledger.hybrid_saving("kimi-linear-48b", ledger.ONE_M)
+    assert s.cache != s.total and ledger.SAVING_CACHE in s.text() and ledger.SAVING_TOTAL in s.text()
+    assert s.text().startswith(f"−{s.cache:.1%} {ledger.SAVING_CACHE}")
+    assert ledger.RATIO_NOMINAL != ledger.RATIO_EXACT
 
 
 def _marked_spans(text: str) -> list[str]:

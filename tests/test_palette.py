@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from lineage import lab, mechanisms, plots, stages
+from lineage.measure import footprints
 from lineage.plots import palette
 from lineage.plots.core import COLORSCALES, DIVERGING, SEQUENTIAL
 
@@ -130,7 +131,7 @@ def assert_stage_colours(fig) -> None:
 
 def home_figure():
     seq_lens = np.array([2**i for i in range(0, 21, 4)])
-    per_stage = {s.key: stages.memory_per_layer(s.key, seq_lens) for s in stages.all_stages()}
+    per_stage = {s.key: footprints.memory_per_layer(s.key, seq_lens) for s in stages.all_stages()}
     return plots.memory_by_stage(seq_lens, per_stage, baseline=("all-MLA", "baseline", per_stage["gpt2"] / 3))
 
 

@@ -110,10 +110,10 @@ class Caps:
 #   chunk held 370–500 MB above its inputs at T 16,384 (measured on the CPU with chunk_memory's span set to all
 #   chunks, as on a GPU, C = 64): about 2.7 GB of GPU memory per run at the cap, linear in T. Not timed on a GPU yet
 #   (none was lent to the session that set it): scripts/measure_caps.py --scale measures these runs where CUDA is.
-# - scale_head_dims: real layers use 64–128 (Llama-3-8B and Kimi Linear's KDA: 128, DESIGN.md's facts). A CPU pays
-#   for the state upkeep (≈ 2·T·K·V per head) in time and for every input in memory: 32 and 64 there; a GPU gets 64
-#   and 128. The first steps drawn exactly shrink with K (lineage.teach.real_size.FIRST_STEP_CELLS), so the page stays
-# light.
+# - scale_head_dims: real layers use 64–128 (Llama-3-8B and Kimi Linear's KDA: 128, from their configs as quoted in
+#   lineage.measure.footprints.MODELS). A CPU pays for the state upkeep (≈ 2·T·K·V per head) in time and for every
+#   input in memory: 32 and 64 there; a GPU gets 64 and 128. The first steps drawn exactly shrink with K
+#   (lineage.teach.real_size.FIRST_STEP_CELLS), so the page stays light.
 # - scale_heads: a few heads, to show that each has its own state; 4 on both (Kimi Linear has 32: eight times the
 #   inputs and temporaries, about 22 GB at the GPU's cap by the estimate above).
 # - training: a training step of the Learned memory page's model (d_model 64, 2 layers, 4 heads, batch 64, 32 tokens)

@@ -44,21 +44,22 @@ the Kimi Linear ``config.json`` as quoted in pytorch/torchtitan ``experiments/ki
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from lineage import stages
 from lineage.checks import positive_int
 from lineage.mechanisms import linear_mechanisms
+from lineage.schedules import (  # the layer kinds the catalogue sizes, and Kimi Linear's schedule
+    KIMI_LINEAR_SCHEDULE,
+    LAYER_KINDS,
+    LINEAR_KINDS,
+)
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 
-# Layer kinds, the linear ones from the table of mechanisms (lineage.mechanisms) as it stands at import.
-LINEAR_KINDS = tuple(m.layer_kind for m in linear_mechanisms())  # keep a fixed state
-# keep a cache that grows with the context: the softmax mechanisms' kinds, and "gqa" (MHA with shared K/V heads)
-SOFTMAX_KINDS = ("mha", "gqa", "mla")
-LAYER_KINDS = SOFTMAX_KINDS + LINEAR_KINDS
 # layers with a short causal convolution on q, k, v
 CONV_KINDS = tuple(m.layer_kind for m in linear_mechanisms() if m.layer.conv)
 # layers that keep a normaliser z_t = Σ φ(k_s) beside S (normalised linear attention, Katharopoulos et al.)
@@ -72,8 +73,6 @@ MAX_SEQ_LEN = 2**31
 # heads; head dims reach 256), small enough that every byte count stays exact in an int64 at MAX_SEQ_LEN tokens and
 # a footprint, one entry per layer, takes a millisecond. (A billion layers would first need a billion-entry list.)
 CUSTOM_LIMITS = {"n_layers": 512, "n_heads": 512, "n_kv_heads": 512, "head_dim": 1024}
-
-KIMI_LINEAR_MLA_LAYERS = (4, 8, 12, 16, 20, 24, 27)  # 1-based, config.json "full_attn_layers"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -230,44 +229,6 @@ class ModelSpec:
     def layers_of(self, kind: str) -> tuple[int, ...]:
         """1-based positions of the layers of ``kind`` (the convention of the papers' configs)."""
         return tuple(i + 1 for i, k in enumerate(self.layer_kinds) if k == kind)
-
-
-def layer_schedule(n_layers: int, base: str, at: Mapping[str, Iterable[int]] | None = None) -> tuple[str, ...]:
-    """A per-layer kind schedule: ``base`` everywhere except the 1-based positions listed in ``at``.
-
-    ``layer_schedule(27, "kda", {"mla": (4, 8, 12, 16, 20, 24, 27)})`` is Kimi Linear 48B's stack.
-    """
-    positive_int("n_layers", n_layers)
-    for name, kind in (("base", base), *((f"at key {k!r}", k) for k in at or {})):
-        if kind not in LAYER_KINDS:
-            raise ValueError(f"{name} must be a layer kind, one of {', '.join(map(repr, LAYER_KINDS))}, got {kind!r}")
-    kinds = [base] * n_layers
-    for kind, positions in (at or {}).items():
-        for p in positions:
-            if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= n_layers:
-                raise ValueError(f"at[{kind!r}] positions must be 1-based ints in [1, {n_layers}], got {p!r}")
-            kinds[p - 1] = kind
-    return tuple(kinds)
-
-
-def periodic_schedule(
-    n_layers: int, every: int = 4, *, base: str = "kda", kind: str = "mla", include_last: bool = False
-) -> tuple[str, ...]:
-    """Every ``every``-th layer (1-based: every, 2·every, ...) is ``kind``, the rest ``base``.
-
-    A 3:1 hybrid is ``every=4`` (the defaults: KDA with MLA every fourth layer). ``include_last`` also makes the
-    final layer ``kind``, as in Kimi Linear 48B, whose 27 layers put MLA at 4, 8, ..., 24 and at 27.
-    """
-    positive_int("n_layers", n_layers)
-    positive_int("every", every)
-    positions = list(range(every, n_layers + 1, every))
-    if include_last and n_layers not in positions:
-        positions.append(n_layers)
-    return layer_schedule(n_layers, base, {kind: positions})
-
-
-# Kimi Linear 48B-A3B's 27 layers, built once: MLA at KIMI_LINEAR_MLA_LAYERS, KDA elsewhere.
-KIMI_LINEAR_SCHEDULE = layer_schedule(27, "kda", {"mla": KIMI_LINEAR_MLA_LAYERS})
 
 
 def llama_ffn_dim(dim: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
@@ -799,3 +760,51 @@ def lineage_ratio() -> LineageRatio:
         note=f"2.8e12 / {gpt2:,} (GPT-2 counted from its config) = {k3 / gpt2:,.0f}; the article's 22,580 is "
         f"2.8e12 / 124e6 = {k3 / GPT2_NOMINAL_PARAMS:,.1f}, truncated. K3's count is from a secondary source.",
     )
+
+
+def kimi_linear_spec(schedule: Sequence[str]) -> ModelSpec:
+    """Kimi Linear 48B's layer shapes stacked by another schedule, for :func:`footprint`.
+
+    The shapes are those of ``MODELS["kimi-linear-48b"]``: KDA 32 heads × 128 × 128 with a short conv of 4, MLA
+    caching 512 + 64 numbers per token. ``kimi_linear_spec(KIMI_LINEAR_SCHEDULE)`` is that spec itself; for any
+    other schedule the parameter counts are dropped, since they belong to the released 27-layer model only.
+    """
+    spec = MODELS["kimi-linear-48b"]
+    schedule = tuple(schedule)
+    if schedule == spec.layer_kinds:
+        return spec
+    n_mla = schedule.count("mla")
+    return replace(
+        spec,
+        name=f"Kimi Linear shapes, {len(schedule)} layers ({n_mla} MLA)",
+        n_layers=len(schedule),
+        layer_kinds=schedule,
+        params_nominal=None,
+        active_params_nominal=None,
+        notes="Kimi Linear 48B's per-layer shapes with a user-chosen schedule; not a released model.",
+    )
+
+
+# One shared layer shape for comparing stages on the home page: GPT-2's attention width (12 heads × 64).
+COMPARE_LAYER = dict(n_heads=12, head_dim=64)
+
+
+def memory_per_layer(stage_key: str, seq_lens, *, dtype: str = "bf16") -> np.ndarray:
+    """Bytes one layer of this stage holds while decoding at each context length (a GPT-2-wide layer).
+
+    Softmax stages hold a KV cache (GPT-2 without cache rebuilds the same keys and values every step, so its
+    working set is the same size — it just recomputes it); linear stages hold a fixed state; the hybrid is the
+    mean over its layer schedule (one MLA layer in every ``stages.HYBRID_EVERY``).
+    """
+    s = stages.stage(stage_key)
+    spec = custom_spec(
+        n_layers=len(s.layer_kinds),
+        n_heads=COMPARE_LAYER["n_heads"],
+        n_kv_heads=COMPARE_LAYER["n_heads"],
+        head_dim=COMPARE_LAYER["head_dim"],
+        layer_kinds=s.layer_kinds,
+        dtype=dtype,
+        name=s.title,
+    )
+    curve = kv_cache_curve(spec, np.asarray(seq_lens), dtype)
+    return np.asarray(curve.total_bytes, dtype=np.float64) / len(s.layer_kinds)

@@ -6,8 +6,10 @@ for its write rule and gate; the softmax op with its standard form. Each case dr
 the op in every mode and reports the relative RMS error (:func:`lineage.numerics.rel_rms`) of outputs and final
 states. Two checks add what is particular to one mechanism: normalised ELU+1 linear attention against its explicit
 quadratic form, and Mamba-2 in its own SSD symbols. Cases include odd lengths, non-zero initial states, strong
-decay (g = −8 per step), channels mixing weak and very strong decay, and a full wipe (g = −inf). The one-screen
-chunked form (``recurrence.chunk_memory_minimal``) is checked the same way, wipes aside.
+decay (g = −8 per step), channels mixing weak and very strong decay, and a full wipe (g = −inf). The chunked mode
+runs at C = 16 and C = 7: neither divides T = 45 (the tail is padded), and 7 is no power of two (the anchored decayed
+products of ``recurrence.decayed_products`` pad the chunk); one path serves every case. The one-screen chunked form
+(``recurrence.chunk_memory_minimal``) is checked the same way, wipes aside.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def _inputs(gen: torch.Generator, B=2, H=2, T=45, K=8, V=6):
 def _gates(gen: torch.Generator, case: str, shape: tuple[int, ...]) -> torch.Tensor:
     if case == "strong decay":
         return torch.full(shape, -8.0, dtype=torch.float64)
-    if case == "mixed channels":  # some channels decay by e^-30 per step, others barely: anchors far apart
+    if case == "mixed channels":  # some channels decay by e^-30 per step, others barely: decays 100s of decades apart
         g = -torch.rand(shape, generator=gen, dtype=torch.float64) * 0.1
         if len(shape) == 4:
             g[..., ::2] = -30.0

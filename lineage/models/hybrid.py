@@ -9,7 +9,7 @@ layers for bulk processing, periodic softmax layers for exact retrieval.
 
 :class:`HybridStack` builds a GPT-2 style stack of pre-norm blocks from a schedule such as
 ``("kda", "kda", "kda", "mla", …)`` and decodes token by token, reporting each layer's cache bytes as it goes.
-Schedules come from :func:`lineage.measure.footprints.periodic_schedule` (and ``KIMI_LINEAR_SCHEDULE`` there); a layer
+Schedules come from :func:`lineage.schedules.periodic_schedule` (and ``KIMI_LINEAR_SCHEDULE`` there); a layer
 kind is any mechanism of :mod:`lineage.mechanisms`.
 """
 
@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
 from lineage import checks
-from lineage.measure.footprints import MODELS, ModelSpec, periodic_schedule
 from lineage.mechanisms import layer_kinds
 from lineage.models.layers import Block, ConvSelfAttention, LinearMemoryMixer, MixerConfig
 from lineage.models.mla import MLA
 from lineage.ops.softmax import CausalSelfAttention
+from lineage.schedules import periodic_schedule
 
 
 @dataclass(frozen=True)
@@ -136,27 +136,4 @@ def decode_trace(config: HybridConfig, T: int, seed: int = 0) -> HybridDecode:
         bytes=np.asarray(rows, dtype=np.int64),
         outputs=decoded.numpy(),
         max_err_vs_full=float((decoded - full[0]).abs().max()),
-    )
-
-
-def kimi_linear_spec(schedule: Sequence[str]) -> ModelSpec:
-    """Kimi Linear 48B's layer shapes stacked by another schedule, for :func:`lineage.measure.footprints.footprint`.
-
-    The shapes are those of ``MODELS["kimi-linear-48b"]``: KDA 32 heads × 128 × 128 with a short conv of 4, MLA
-    caching 512 + 64 numbers per token. ``kimi_linear_spec(KIMI_LINEAR_SCHEDULE)`` is that spec itself; for any
-    other schedule the parameter counts are dropped, since they belong to the released 27-layer model only.
-    """
-    spec = MODELS["kimi-linear-48b"]
-    schedule = tuple(schedule)
-    if schedule == spec.layer_kinds:
-        return spec
-    n_mla = schedule.count("mla")
-    return replace(
-        spec,
-        name=f"Kimi Linear shapes, {len(schedule)} layers ({n_mla} MLA)",
-        n_layers=len(schedule),
-        layer_kinds=schedule,
-        params_nominal=None,
-        active_params_nominal=None,
-        notes="Kimi Linear 48B's per-layer shapes with a user-chosen schedule; not a released model.",
     )

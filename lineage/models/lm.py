@@ -37,10 +37,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from lineage import checks
-from lineage.measure.footprints import periodic_schedule
 from lineage.mechanisms import linear_mechanisms, mechanism
 from lineage.models.hybrid import HybridConfig, seeded_stack
 from lineage.models.layers import LinearMemoryMixer, MixerConfig
+from lineage.schedules import periodic_schedule
 
 LINEAR_MIXERS = tuple(m.key for m in linear_mechanisms())  # the table of mechanisms' linear family, in its order
 MIXERS = ("softmax", *LINEAR_MIXERS, "hybrid")

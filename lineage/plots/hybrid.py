@@ -12,10 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lineage.measure.footprints import SOFTMAX_KINDS
 from lineage.plots.core import Panel, figure, frame_indices, heatmaps, house_layout, play_controls, step_marker
 from lineage.plots.memory import format_bytes
 from lineage.plots.palette import KIND_COLOURS
+from lineage.schedules import SOFTMAX_KINDS
 
 
 def _check(schedule: Sequence[str], layer_bytes) -> np.ndarray:

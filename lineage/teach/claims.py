@@ -17,23 +17,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from lineage.lab import SHARP_SCALE
 from lineage.measure import footprints
-from lineage.models import hybrid
 from lineage.ops.linear_attention import NORMALIZER_EPS
 from lineage.stages import stage
 from lineage.teach import stage_runs
-from lineage.teach.story import FILLER, SWITCH, Fact, Query, Story, default_story, story_tensors, token_vectors
+from lineage.teach.story import FILLER, SWITCH, Fact, Query, Story, story_tensors, token_vectors
 
 HELD_TOL = 0.05  # a fact counts as held when its share of the read is ≥ 1 − HELD_TOL, gone when ≤ HELD_TOL
 # Linear attention's φ on the story: relu keeps the story's one-hot keys apart, so the overwritten fact reads back as
 # the textbook blend of its old and new value; the paper's elu(x) + 1 gives every key a floor of 1 in every channel,
 # and the filler (most of the story's tokens) then swamps every read. The page keeps elu(x) + 1 one click away.
 STORY_FEATURE_MAP = "relu"
-SAVING_CACHE = "cache only"  # the words for the two hybrid savings, the same on every page
-SAVING_TOTAL = "cache and KDA states"
 EXACT_TOL = 1e-3  # an answer counts as exact when its relative error is below this
 HYBRID_STATE_K = 4  # the hybrid page's KDA state: 4 key channels for the story's 7 keys, over capacity on purpose
 
@@ -282,7 +278,7 @@ def _untestable(stage_key: str, claim: str, label: str, story: Story, *needs: st
     return StageClaim(stage_key, claim, label, math.nan, "—", False, missing, "", missing)
 
 
-def _pct(x: float) -> str:
+def percent(x: float) -> str:
     return f"{x:.0%}"
 
 
@@ -399,22 +395,22 @@ def _forget_verdict(before: float, after: float, forgot: bool, run: Run, story: 
     """Why topic A is (or is not) gone after the switch, read from the shares before and after it."""
     if forgot:
         went = (
-            f"so the long-lived fact went too ({_pct(long_fact_held(run, story))} left)."
+            f"so the long-lived fact went too ({percent(long_fact_held(run, story))} left)."
             if story.long_lived
             else "so it clears every fact alike."
         )
         return (
-            f"Topic A was held ({_pct(before)}) until the switch token closed the gate; after it, {_pct(after)} is "
+            f"Topic A was held ({percent(before)}) until the switch token closed the gate; after it, {percent(after)} is "
             f"left. The gate is one number for the head, {went}"
         )
     if before < 1 - HELD_TOL and after <= HELD_TOL:
         return (
-            f"Topic A had already faded to {_pct(before)} before the switch, and {_pct(after)} is left after it: the "
+            f"Topic A had already faded to {percent(before)} before the switch, and {percent(after)} is left after it: the "
             "gate on every token is forgetting everything as it goes, not the old topic at the switch (slide the gate "
             "on every token back to 1)."
         )
     return (
-        f"Topic A is still {_pct(after)} held after the switch: the gate at the switch is not small enough to clear "
+        f"Topic A is still {percent(after)} held after the switch: the gate at the switch is not small enough to clear "
         "it (slide it towards 0)."
     )
 
@@ -450,10 +446,10 @@ def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> St
             MAMBA2_CLAIM,
             "share of topic A still held after the switch",
             after,
-            _pct(after),
+            percent(after),
             forgot,
             verdict + _capacity_note(story),
-            f"the same writes with the gate open (α = 1) on the same story: {_pct(kept)}",
+            f"the same writes with the gate open (α = 1) on the same story: {percent(kept)}",
         )
     err = overwrite_error(run, story)
     edited = err < EXACT_TOL
@@ -470,10 +466,10 @@ def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> St
         gdn_claim,
         f"topic A left after {SWITCH} · {q.key}'s error",
         after,
-        f"{_pct(after)} · {err:.3f}",
+        f"{percent(after)} · {err:.3f}",
         forgot and edited,
         verdict + _capacity_note(story),
-        f"DeltaNet (no gate) on the same story: {_pct(kept)} of topic A held after the switch",
+        f"DeltaNet (no gate) on the same story: {percent(kept)} of topic A held after the switch",
     )
 
 
@@ -507,12 +503,12 @@ def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> St
     q = story.long_lived[0]
     if holds:
         verdict = (
-            f"At the switch, topic A's channels closed ({_pct(a_after)} of topic A left) while the channel of "
-            f"{q.key} → {q.expected} stayed open: {_pct(long_held)} of it is still there."
+            f"At the switch, topic A's channels closed ({percent(a_after)} of topic A left) while the channel of "
+            f"{q.key} → {q.expected} stayed open: {percent(long_held)} of it is still there."
         )
     else:
         verdict = (
-            f"Here the long-lived fact keeps {_pct(long_held)} and topic A {_pct(a_after)}: per-channel gates only "
+            f"Here the long-lived fact keeps {percent(long_held)} and topic A {percent(a_after)}: per-channel gates only "
             "separate them when the slow channel stays near 1 and the others close at the switch."
         )
     edited = story.overwrite
@@ -531,10 +527,10 @@ def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> St
         claim,
         f"share of {q.key} → {q.expected} still held at the end",
         long_held,
-        _pct(long_held),
+        percent(long_held),
         holds,
         verdict + _capacity_note(story),
-        f"{prev} on the same story: {_pct(scalar_long)}",
+        f"{prev} on the same story: {percent(scalar_long)}",
     )
 
 
@@ -606,323 +602,6 @@ def kv_cache_claim(run: stage_runs.SoftmaxRun, story: Story) -> StageClaim:
         "every step.",
         f"a fixed {d} × {d} fp32 state (head 0's width): {state_bytes:,} B at every step",
     )
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# The ledger: every number the article states
-# ---------------------------------------------------------------------------------------------------------------
-
-ONE_M = 1 << 20
-ARTICLE = "dev.to article (31 Jul 2026), https://dev.to/cdragon123code/how-a-baseten-engineer-traced-7-years-of-attention-mechanism-evolution-from-gpt-2-to-kimi-k3-in-pl7"
-KIMI_PAPER = "Kimi Linear, arXiv 2510.26692"
-
-
-@dataclass(frozen=True)
-class LedgerRow:
-    number: str  # what the article states
-    article: str
-    app: str  # the app's value
-    how: str  # "computed" | "measured" | "quoted"
-    verdict: str  # "verified" | "differs" | "quoted only"
-    why: str
-    page: str  # url path of the page that derives it
-    source: str  # where the article's number comes from
-
-
-def decode_ratio(batch, context, schedule: Sequence[str] | None = None, *, weights: bool = True) -> np.ndarray:
-    """Bandwidth-bound decode time of all-MLA over the hybrid: (W + B·bytes_mla(N)) / (W + B·bytes_hybrid(N)).
-
-    A decode step reads the active weights once (W, whatever the batch) and every sequence's cache and state. The
-    ratio of the two floors is the throughput ratio at equal batch; as the batch grows the weights matter less and
-    the ratio climbs towards the cache ratio (27/7 for Kimi Linear, plus a sliver for the KDA states).
-    """
-    spec = hybrid.kimi_linear_spec(footprints.KIMI_LINEAR_SCHEDULE if schedule is None else schedule)
-    B, N = np.broadcast_arrays(np.asarray(batch, dtype=np.float64), np.asarray(context, dtype=np.float64))
-    hy = footprints.footprint(spec, 1)
-    mla = footprints.footprint(footprints.all_mla(spec), 1)
-    released = footprints.footprint(footprints.MODELS["kimi-linear-48b"], 1)
-    W = float(released.weight_bytes_per_token or 0) if weights else 0.0
-    read_hy = hy.state_bytes + N * hy.kv_cache_bytes_per_token
-    read_mla = mla.state_bytes + N * mla.kv_cache_bytes_per_token
-    return (W + B * read_mla) / (W + B * read_hy)
-
-
-_K3 = f"{footprints.PARAMETER_FACTS['kimi-k3'].parameters / 1e12:g}T"
-# The words for the article's 22,580 and the app's 22,501, the same on every page
-RATIO_NOMINAL = f"{_K3} ÷ the nominal {footprints.GPT2_NOMINAL_PARAMS / 1e6:g}M, the article's arithmetic"
-RATIO_EXACT = f"{_K3} ÷ GPT-2's exact {footprints.PARAMETER_FACTS['gpt2'].parameters:,}, counted from its config"
-
-
-@dataclass(frozen=True)
-class HybridSaving:
-    """The hybrid's memory against the same stack with MLA in every layer, two ways, at one context length."""
-
-    cache: float  # share of the KV cache saved (only the MLA layers cache): 1 − n_mla / n_layers
-    total: float  # share of everything held saved, the KDA layers' fixed states counted
-    n_mla: int
-    n_layers: int
-    context: int
-
-    @property
-    def where(self) -> str:
-        return f"{self.n_mla} MLA of {self.n_layers} layers, {self.context:,} tokens"
-
-    def text(self) -> str:
-        """Both savings in the words every page uses."""
-        return f"−{self.cache:.1%} {SAVING_CACHE}; −{self.total:.1%} {SAVING_TOTAL}"
-
-
-def hybrid_saving(spec, context: int, dtype: str | None = None) -> HybridSaving:
-    """The saving of a hybrid stack (a ``footprints`` spec) against all-MLA at ``context`` tokens."""
-    spec = footprints.MODELS[spec] if isinstance(spec, str) else spec
-    held = footprints.footprint(spec, context, dtype).kv_cache_bytes
-    baseline = footprints.footprint(footprints.all_mla(spec), context, dtype).kv_cache_bytes
-    kinds = tuple(spec.layer_kinds)
-    return HybridSaving(
-        cache=1 - held / baseline,
-        total=footprints.reduction_vs_all_mla(spec, context, dtype),
-        n_mla=kinds.count("mla"),
-        n_layers=len(kinds),
-        context=int(context),
-    )
-
-
-def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: int = 1) -> list[LedgerRow]:
-    """The article's numbers, each with the app's value and a verdict. ``schedule`` (the hybrid's layer kinds,
-    default Kimi Linear's), ``context`` and ``batch`` feed the computed rows."""
-    schedule = tuple(footprints.KIMI_LINEAR_SCHEDULE if schedule is None else schedule)
-    spec = hybrid.kimi_linear_spec(schedule)
-    rows: list[LedgerRow] = []
-
-    r = footprints.lineage_ratio()
-    rows.append(
-        LedgerRow(
-            "GPT-2s in one Kimi K3",
-            "22,580×",
-            f"{int(r.ratio_to_nominal):,}× nominal ({RATIO_NOMINAL}: {r.ratio_to_nominal:,.1f}, truncated); "
-            f"{r.ratio_to_computed:,.0f}× exact ({RATIO_EXACT})",
-            "computed",
-            "verified",
-            "Both are right: they divide by different counts of GPT-2. The article's title uses the nominal one. "
-            f"K3's {_K3} itself is quoted from a secondary source.",
-            "home",
-            ARTICLE,
-        )
-    )
-    gpt2 = footprints.footprint("gpt2", ONE_M)
-    llama = footprints.footprint("llama3-8b", ONE_M)
-    rows.append(
-        LedgerRow(
-            "KV cache at 1M tokens",
-            "dozens of GB",
-            f"GPT-2 124M: {gpt2.kv_cache_bytes / 1e9:.1f} GB; Llama-3-8B: {llama.kv_cache_bytes / 1e9:.1f} GB "
-            f"({gpt2.dtype})",
-            "computed",
-            "verified" if gpt2.kv_cache_bytes > 12e9 else "differs",
-            "2 × layers × KV heads × head dim × tokens × bytes per number, from each model's config.",
-            "memory_cost",
-            ARTICLE,
-        )
-    )
-    saving = hybrid_saving(spec, context)
-    rows.append(
-        LedgerRow(
-            f"KV cache, hybrid vs all-MLA ({saving.where})",
-            "−75%",
-            saving.text(),
-            "computed",
-            "verified" if abs(saving.cache - 0.75) < 0.02 else "differs",
-            f"Only the {saving.n_mla} MLA layers cache; the paper's figure is 'up to 75%'. "
-            "Computed from the layer schedule and the MLA shapes.",
-            "hybrid",
-            f"{KIMI_PAPER} (abstract)",
-        )
-    )
-    ratio_b1 = float(decode_ratio(batch, context, schedule))
-    ceiling = float(decode_ratio(1e9, context, schedule))
-    rows.append(
-        LedgerRow(
-            f"Decode speed at 1M, hybrid vs all-MLA (batch {batch})",
-            "6×",
-            f"{ratio_b1:.2f}× (bandwidth floor, weights included); at most {ceiling:.2f}× at any batch",
-            "computed",
-            "differs",
-            "A bytes-read model: each step reads the active weights once plus every sequence's cache and state. "
-            "With one sequence the weights dominate; as the batch grows the ratio rises towards the cache ratio, "
-            "and never reaches 6×. The paper's 6× is measured; what a bytes model leaves out (the attention "
-            "arithmetic over 1M keys in every MLA layer, kernels) must account for the rest.",
-            "ledger",
-            f"{KIMI_PAPER} (abstract: 'up to 6× decoding throughput at 1M context')",
-        )
-    )
-    N, D = 4096, 64
-    rows.append(
-        LedgerRow(
-            "Attention cost, softmax → linear",
-            "O(N²D) → O(ND²)",
-            f"at N = {N:,}, D = {D}: 2N²D = {2 * N * N * D:,} vs 2ND² = {2 * N * D * D:,} FLOPs ({N // D}× fewer)",
-            "computed",
-            "verified",
-            "Softmax forms the N × N scores (N²D) and mixes the values (N²D); linear attention folds kᵀv into a "
-            "D × D state per token (ND²) and reads it (ND²).",
-            "linear_attention",
-            ARTICLE,
-        )
-    )
-    C = 64
-    flops = stage_runs.chunk_flops(N, D, C)
-    rows.append(
-        LedgerRow(
-            "Chunked delta rule cost",
-            "2LD² + 2LCD",
-            f"L = {N:,}, D = {D}, C = {C}: {flops:,} FLOPs (the model the DeltaNet page times)",
-            "computed",
-            "verified",
-            "The app's cost model is the article's; its measured times on the DeltaNet page show where FLOPs are not "
-            "the only cost (the T / C sequential hand-offs).",
-            "deltanet",
-            ARTICLE,
-        )
-    )
-    rows.append(
-        LedgerRow(
-            "Best chunk size",
-            "C = 64 or 128",
-            "measured live on the DeltaNet page for this device",
-            "quoted",
-            "quoted only",
-            "A GPU fact (tensor-core tile sizes); on a CPU the best C is whatever the measurement shows, and the page "
-            "says so. The library's chunked form takes 64 on a GPU and 32 on a CPU, where `python -m lineage bench` "
-            "measured 32 the faster at head size 64.",
-            "deltanet",
-            ARTICLE,
-        )
-    )
-    rows += _stage_table_rows()
-    rows.append(
-        LedgerRow(
-            "Decay of a write at x read at x+t",
-            "αₓ × αₓ₊₁ × … × αₓ₊ₜ",
-            f"αₓ₊₁ × … × αₓ₊ₜ (a write at x with αₓ = 0 reads back {_decay_starts_after_write():.2f})",
-            "computed",
-            "differs",
-            "The gate at step x decays the state before x's own write, so the product starts at αₓ₊₁.",
-            "gated_deltanet",
-            ARTICLE,
-        )
-    )
-    rows.append(
-        LedgerRow(
-            "Mamba-2's duality",
-            "softmax attention and SSMs are the same thing",
-            "an SSM equals *masked* linear attention (a decay mask, no softmax)",
-            "computed",
-            "differs",
-            "Dao & Gu (arXiv 2405.21060) prove the duality for attention with a 1-semiseparable mask and no softmax; "
-            "the Mamba-2 page runs both forms and compares them.",
-            "mamba2",
-            "Dao & Gu, arXiv 2405.21060",
-        )
-    )
-    rows.append(
-        LedgerRow(
-            "Kimi K3's memory at 1M",
-            "75% of work through the linear path",
-            "not computed: K3's layer schedule is not public",
-            "quoted",
-            "quoted only",
-            "No public configuration of K3's layers was found; the app shows the claim, not a number of its own.",
-            "hybrid",
-            "arXiv 2607.24653 as quoted by the article (secondary source)",
-        )
-    )
-    return rows
-
-
-def _decay_starts_after_write() -> float:
-    """Run Gated DeltaNet on one unit write at step 0 with α₀ = 0 and read it back: 1.0 if α₀ does not touch it."""
-    from lineage.ops.recurrence import recurrent_memory
-
-    k = torch.zeros(1, 1, 2, 2, dtype=torch.float64)
-    k[..., 0, 0] = 1.0
-    k[..., 1, 1] = 1.0
-    v = torch.eye(2, dtype=torch.float64)[None, None]
-    g = torch.tensor([[[-math.inf, 0.0]]], dtype=torch.float64)
-    beta = torch.ones(1, 1, 2, dtype=torch.float64)
-    _, S = recurrent_memory(k, k, v, g, beta, rule="delta", output_final_state=True)
-    return float(S[0, 0, 0, 0])
-
-
-def _stage_table_rows() -> list[LedgerRow]:
-    """The article's stage table, 'problem solved' column: each row against its stage's claim on the story — the
-    default story at the pages' default sizes and settings, so a row shows the number its page opens with."""
-    story = default_story()
-    la = trace_story("linear_attention", story)
-    dn = trace_story("deltanet", story)
-    gdn = trace_story("gated_deltanet", story)
-    kda = trace_story("kda", story)
-    sm = run_softmax_story(story)
-    K, V1 = la.states[0].shape
-    la_bytes = la.states[0].size * 4
-    sizes = f"the default story: T = {story.T}, K = {story.K}, V = {story.V}"
-    return [
-        LedgerRow(
-            "Stage 1 — GPT-2 + KV cache",
-            "Eliminate recomputation",
-            f"{sm.rows_recompute:,} → {sm.rows_cached:,} rows for the story's {story.T} tokens",
-            "computed",
-            "verified",
-            f"Counted by the two generation loops on {sizes} ({sm.n_heads} heads × {sm.head_dim}, the GPT-2 and KV "
-            "cache pages' defaults).",
-            "kv_cache",
-            ARTICLE,
-        ),
-        LedgerRow(
-            "Stage 2 — Linear attention",
-            "Cache doesn't grow with N",
-            f"state {K} × {V1} fp32 = {la_bytes:,} B at every step; head 0's cache {growth(sm.trace.cache_bytes):.0f}× "
-            "its first size at the end",
-            "computed",
-            "verified",
-            f"The state's shape is fixed (K rows, V value columns and the normaliser z; {sizes}); the cache gains a "
-            "key and a value per token.",
-            "linear_attention",
-            ARTICLE,
-        ),
-        LedgerRow(
-            "Stage 3 — DeltaNet",
-            "Can't update → can update",
-            f"overwrite error {overwrite_error(la, story):.2f} → {overwrite_error(dn, story):.3f}",
-            "computed",
-            "verified" if overwrite_error(dn, story) < EXACT_TOL < overwrite_error(la, story) else "differs",
-            f"The story's overwritten fact, read after the last token ({sizes}; linear attention with "
-            f"{FEATURE_MAP_NAMES[STORY_FEATURE_MAP]}, as its page opens).",
-            "deltanet",
-            ARTICLE,
-        ),
-        LedgerRow(
-            "Stage 4 — Gated DeltaNet",
-            "Can't forget → can forget",
-            f"topic A held after the switch: {_pct(topic_a_held(dn, story))} → {_pct(topic_a_held(gdn, story))}",
-            "computed",
-            "verified" if topic_a_held(gdn, story) <= HELD_TOL else "differs",
-            f"The story's topic switch, with the gate closed at the switch token ({sizes}).",
-            "gated_deltanet",
-            ARTICLE,
-        ),
-        LedgerRow(
-            "Stage 5 — KDA / Kimi K3",
-            "Linear surpasses full attention",
-            f"per-channel gates keep the long-lived fact ({_pct(long_fact_held(kda, story))}; one gate: "
-            f"{_pct(long_fact_held(gdn, story))})",
-            "quoted",
-            "quoted only",
-            "'Surpasses' is a trained-model benchmark result of the paper; the app shows what per-channel gates add, "
-            "not a benchmark.",
-            "kda",
-            f"{KIMI_PAPER} (abstract)",
-        ),
-    ]
 
 
 def step_sentences(run: Run, story: Story) -> list[str]:

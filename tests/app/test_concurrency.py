@@ -35,8 +35,7 @@ from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1 import app_test as app_test_module
 from streamlit.testing.v1.util import patch_config_options
 
-from lineage import lab
-from lineage.measure import footprints
+from lineage import lab, schedules
 from lineage.models import hybrid
 from lineage.teach import stage_runs
 from tests.app.util import ROOT, TIMEOUT
@@ -305,7 +304,7 @@ LIVE_RUNS = {
     "run_stage": lambda: stage_runs.run_stage("kda", T=8, K=4, V=4, seed=1, repeats=1),
     "run_softmax": lambda: stage_runs.run_softmax(T=8, n_heads=2, head_dim=4, seed=1),
     "chunk_size_sweep": lambda: stage_runs.chunk_size_sweep(T=8, D=4, seed=1, repeats=1),
-    "decode_trace": lambda: hybrid.decode_trace(hybrid.HybridConfig(schedule=footprints.periodic_schedule(2, 2)), 3, 1),
+    "decode_trace": lambda: hybrid.decode_trace(hybrid.HybridConfig(schedule=schedules.periodic_schedule(2, 2)), 3, 1),
     "lab": lambda: lab.capacity(lab.LabSettings(d_k=4, seed=1), n_max=6, trials=1),
 }
 
@@ -323,7 +322,7 @@ def test_a_softmax_run_in_another_session_does_not_change_a_seeded_stack():
     """The hybrid page seeds torch's global generator (under a lock) to build its stack. A GPT-2 or KV-cache run in
     another session used to build its layer with the default initialisers, drawing from that same generator in the
     middle: the stack's weights, and so the page's numbers, changed with what other visitors were doing."""
-    config = hybrid.HybridConfig(schedule=footprints.periodic_schedule(4, 2))
+    config = hybrid.HybridConfig(schedule=schedules.periodic_schedule(4, 2))
     reference = [p.detach().clone() for p in hybrid.seeded_stack(config, 3).parameters()]
 
     def softmax_runs(stop: float) -> int:

@@ -29,7 +29,7 @@ from streamlit.proto.NumberInput_pb2 import NumberInput as NumberInputProto
 from streamlit.proto.Slider_pb2 import Slider as SliderProto
 from streamlit.testing.v1 import AppTest
 
-from lineage import lab
+from lineage import lab, schedules
 from lineage.measure import bench_decode, footprints
 from lineage.teach import stage_runs, story
 from tests.app.util import ROOT, TIMEOUT, first_chart_probes, run_page
@@ -600,7 +600,7 @@ def test_the_largest_custom_model_stays_exact():
     assert not at.error, [e.value for e in at.error]
     spec = footprints.custom_spec(
         limits["n_layers"], limits["n_heads"], limits["n_kv_heads"], limits["head_dim"],
-        footprints.periodic_schedule(limits["n_layers"], 4, base="mha", kind="gqa"),
+        schedules.periodic_schedule(limits["n_layers"], 4, base="mha", kind="gqa"),
     )  # fmt: skip
     table = at.dataframe[0].value.set_index("model")
     expected = footprints.footprint(spec, footprints.MAX_SEQ_LEN, "fp32").kv_cache_bytes

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from lineage import plots
+from lineage import plots, schedules
 from lineage.measure import footprints
 from lineage.measure.bench_decode import context_cap, kv_bytes
 from lineage.plots.memory import GPU_LINE_GROUP
-from lineage.teach import claims
+from lineage.teach import ledger
 from tests.app.util import figures, run_page
 from ui.caps import benchmark_memory_bytes
 
@@ -23,7 +23,7 @@ def rows_by_model(at) -> dict:
 
 def specs_on_page(at) -> dict[str, footprints.ModelSpec]:
     """MODELS plus the custom spec as the page's default widgets define it."""
-    custom = footprints.custom_spec(32, 32, 8, 128, footprints.periodic_schedule(32, 4, base="kda", kind="gqa"))
+    custom = footprints.custom_spec(32, 32, 8, 128, schedules.periodic_schedule(32, 4, base="kda", kind="gqa"))
     return {s.name: s for s in (*footprints.MODELS.values(), custom)}
 
 
@@ -80,17 +80,17 @@ def test_kimi_reduction_is_computed_next_to_the_claim(memory_page):
     baseline = footprints.footprint(footprints.all_mla("kimi-linear-48b"), MILLION)
     cache_cut = 1 - footprints.footprint("kimi-linear-48b", MILLION).kv_cache_bytes / baseline.kv_cache_bytes
     total_cut = footprints.reduction_vs_all_mla("kimi-linear-48b", MILLION)
-    assert shown[f"saved, {claims.SAVING_CACHE} (any length)"] == f"{cache_cut:.1%}" == "74.1%"  # 1 − 7/27
-    assert shown[f"saved, {claims.SAVING_TOTAL}, 1,048,576 tokens"] == f"{total_cut:.1%}"
+    assert shown[f"saved, {ledger.SAVING_CACHE} (any length)"] == f"{cache_cut:.1%}" == "74.1%"  # 1 − 7/27
+    assert shown[f"saved, {ledger.SAVING_TOTAL}, 1,048,576 tokens"] == f"{total_cut:.1%}"
     labels = list(shown)
     assert sum("1,048,576 tokens" in label and "saved" in label for label in labels) == 1  # at a million: once
     # the page's first screen: its claim and the cache-only saving, with the variant's words
     first = memory_page.metric[2]
-    assert claims.SAVING_CACHE in first.label and first.value == f"−{cache_cut:.1%}"
+    assert ledger.SAVING_CACHE in first.label and first.value == f"−{cache_cut:.1%}"
     other = run_page("memory_cost", memory_cost_len=4096)
     shown = {m.label: m.value for m in other.metric}
-    assert shown[f"saved, {claims.SAVING_TOTAL}, 1,048,576 tokens"] == f"{total_cut:.1%}"  # beside another length
-    assert f"saved, {claims.SAVING_TOTAL}, 4,096 tokens" in shown
+    assert shown[f"saved, {ledger.SAVING_TOTAL}, 1,048,576 tokens"] == f"{total_cut:.1%}"  # beside another length
+    assert f"saved, {ledger.SAVING_TOTAL}, 4,096 tokens" in shown
     text = " ".join(m.value for m in memory_page.markdown)
     assert footprints.KIMI_PAPER_CLAIM.text in text and footprints.KIMI_PAPER_CLAIM.source in text
 

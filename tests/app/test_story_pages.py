@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from lineage import schedules
 from lineage.measure import footprints
-from lineage.models import hybrid
 from lineage.teach import claims, story
 from lineage.teach.story import make_story
 from tests.app.util import figures, rerun, run_page
@@ -111,7 +111,7 @@ def test_ledger_rows_follow_the_inputs():
     at.select_slider(key="ledger_every").set_value(2)
     rerun(at)
     text = " ".join(m.value for m in at.markdown)
-    spec = hybrid.kimi_linear_spec(footprints.periodic_schedule(27, 2))
+    spec = footprints.kimi_linear_spec(schedules.periodic_schedule(27, 2))
     held, baseline = (footprints.footprint(s, 1 << 20).kv_cache_bytes for s in (spec, footprints.all_mla(spec)))
     cut = 1 - held / baseline
     assert f"−{cut:.1%} cache" in text and "−74.1% cache" not in text
