@@ -144,6 +144,16 @@ class Mechanism:
         """A fixed-size state (the linear-memory family), as opposed to a cache that grows with the context."""
         return self.rule is not None
 
+    @property
+    def additive(self) -> bool:
+        """Writes only add (S += k vᵀ): it cannot edit a key's value in place, only blend a new one in."""
+        return self.rule == "additive"
+
+    @property
+    def keeps_normaliser(self) -> bool:
+        """Its state carries the normaliser z as one more value column (normalised linear attention)."""
+        return self.layer is not None and self.layer.normalize
+
     def call(
         self,
         q: torch.Tensor,

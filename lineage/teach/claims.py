@@ -20,6 +20,7 @@ import numpy as np
 
 from lineage.lab import SHARP_SCALE
 from lineage.measure import footprints
+from lineage.mechanisms import mechanism
 from lineage.ops.linear_attention import NORMALIZER_EPS
 from lineage.stages import stage
 from lineage.teach import stage_runs
@@ -102,9 +103,7 @@ def trace_story(stage_key: str, story: Story, knobs: Knobs = Knobs()) -> StoryTr
         alpha_switch=knobs.alpha_switch,
         beta=knobs.beta if s.rule == "delta" else None,
     )
-    if (
-        s.key == "linear_attention"
-    ):  # as lineage.teach.stage_runs.run_stage: φ on q and k, the normaliser as a column of ones
+    if mechanism(s.key).keeps_normaliser:  # as lineage.teach.stage_runs.run_stage: φ on q and k, z a column of ones
         q, k, v = recurrence_inputs(q, k, v, knobs.feature_map)
     _, _, trace = recurrent_memory(q, k, v, g, beta, rule=s.rule, trace=True)
     return StoryTrace(s.key, k[0, 0].numpy(), trace.states[0, 0])
@@ -134,7 +133,7 @@ def read(run: Run, story: Story, key: str, step: int) -> np.ndarray:
         raise ValueError(f"step must lie in [0, {story.T - 1}], got {step}")
     k = run.k[t_key].astype(np.float64)  # the key as the run wrote it (after φ for linear attention)
     out = run.states[step].astype(np.float64).T @ k
-    if run.stage == "linear_attention":  # the last column is the normaliser z
+    if mechanism(run.stage).keeps_normaliser:  # the last column is the normaliser z
         return out[:-1] / (out[-1] + NORMALIZER_EPS)
     return out
 
@@ -400,12 +399,14 @@ def _forget_verdict(before: float, after: float, forgot: bool, run: Run, story: 
             else "so it clears every fact alike."
         )
         return (
-            f"Topic A was held ({percent(before)}) until the switch token closed the gate; after it, {percent(after)} is "
+            f"Topic A was held ({percent(before)}) until the switch token closed the gate; after it, {percent(after)} "
+            "is "
             f"left. The gate is one number for the head, {went}"
         )
     if before < 1 - HELD_TOL and after <= HELD_TOL:
         return (
-            f"Topic A had already faded to {percent(before)} before the switch, and {percent(after)} is left after it: the "
+            f"Topic A had already faded to {percent(before)} before the switch, and {percent(after)} is left after "
+            "it: the "
             "gate on every token is forgetting everything as it goes, not the old topic at the switch (slide the gate "
             "on every token back to 1)."
         )
@@ -423,21 +424,22 @@ MAMBA2_CLAIM = (
 def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> StageClaim:
     """Mamba-2: the gate at the switch clears topic A (and, being one number, everything else). Gated DeltaNet: the
     same gate and the delta rule in one run — topic A forgotten *and* the overwritten fact edited (both numbers)."""
-    if stage_key == "mamba2" and not can_forget(story):
+    additive = mechanism(stage_key).additive  # Mamba-2; Gated DeltaNet writes with the delta rule
+    if additive and not can_forget(story):
         return _untestable(stage_key, MAMBA2_CLAIM, "share of topic A still held after the switch", story, NEEDS_SWITCH)
     q = story.overwrite
     gdn_claim = (
         "Gated DeltaNet forgets and edits in one run: the gate clears the old topic at the switch, and the delta rule "
         f"replaces {q.key if q else 'a key'}'s value with the new one."
     )
-    if stage_key != "mamba2" and (q is None or not can_forget(story)):
+    if not additive and (q is None or not can_forget(story)):
         needs = [n for n, lacks in ((NEEDS_SWITCH, not can_forget(story)), (NEEDS_OVERWRITE, q is None)) if lacks]
         return _untestable(stage_key, gdn_claim, f"topic A left after {SWITCH} · the edited key's error", story, *needs)
     before, after = topic_a_held(run, story, after_switch=False), topic_a_held(run, story)
     kept = topic_a_held(ungated_run, story)
     forgot = after <= HELD_TOL and before - after >= 0.5  # held before the switch, gone after it
     verdict = _forget_verdict(before, after, forgot, run, story)
-    if stage_key == "mamba2":
+    if additive:
         if q is not None:
             answer = read(run, story, q.key, story.T - 1)
             verdict += f" Its writes still only add: {q.key}'s answer is {_mix(answer, story)}."
@@ -492,7 +494,8 @@ KDA_CLAIM = (
 
 def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> StageClaim:
     """GLA and KDA: per-channel gates clear topic A's channels and keep the long-lived fact's."""
-    claim = GLA_CLAIM if stage_key == "gla" else KDA_CLAIM
+    additive = mechanism(stage_key).additive  # GLA; KDA writes with the delta rule
+    claim = GLA_CLAIM if additive else KDA_CLAIM
     if not story.long_lived or not can_forget(story):
         lacks = ((NEEDS_LONG, not story.long_lived), (NEEDS_SWITCH, not can_forget(story)))
         needs = [need for need, lacking in lacks if lacking]
@@ -508,11 +511,12 @@ def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> St
         )
     else:
         verdict = (
-            f"Here the long-lived fact keeps {percent(long_held)} and topic A {percent(a_after)}: per-channel gates only "
+            f"Here the long-lived fact keeps {percent(long_held)} and topic A {percent(a_after)}: per-channel gates "
+            "only "
             "separate them when the slow channel stays near 1 and the others close at the switch."
         )
     edited = story.overwrite
-    if stage_key == "gla":
+    if additive:
         if edited is not None:
             answer = read(run, story, edited.key, story.T - 1)
             verdict += f" GLA's writes still only add: {edited.key}'s answer is {_mix(answer, story)}."

@@ -206,7 +206,8 @@ def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: i
             app=f"L = {N:,}, D = {D}, C = {C}: {flops:,} FLOPs (the model the DeltaNet page times)",
             how="computed",
             verdict="verified" if counted.chunk_linear else "differs",
-            why="The app's cost model is the article's; its measured times on the DeltaNet page show where FLOPs are not "
+            why="The app's cost model is the article's; its measured times on the DeltaNet page show where FLOPs are "
+            "not "
             f"the only cost (the T / C sequential hand-offs). Counted on the op itself: {counted.chunk_text}.",
             page="deltanet",
             source=ARTICLE,
@@ -219,7 +220,8 @@ def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: i
             app="measured live on the DeltaNet page for this device",
             how="quoted",
             verdict="quoted only",
-            why="A GPU fact (tensor-core tile sizes); on a CPU the best C is whatever the measurement shows, and the page "
+            why="A GPU fact (tensor-core tile sizes); on a CPU the best C is whatever the measurement shows, and the "
+            "page "
             "says so. The library's chunked form takes 64 on a GPU and 32 on a CPU, where `python -m lineage bench` "
             "measured 32 the faster at head size 64.",
             page="deltanet",
@@ -246,7 +248,8 @@ def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: i
             app="an SSM equals *masked* linear attention (a decay mask, no softmax)",
             how="computed",
             verdict="differs",
-            why="Dao & Gu (arXiv 2405.21060) prove the duality for attention with a 1-semiseparable mask and no softmax; "
+            why="Dao & Gu (arXiv 2405.21060) prove the duality for attention with a 1-semiseparable mask and no "
+            "softmax; "
             "the Mamba-2 page runs both forms and compares them.",
             page="mamba2",
             source="Dao & Gu, arXiv 2405.21060",
@@ -372,11 +375,13 @@ def _stage_table_rows() -> list[LedgerRow]:
         LedgerRow(
             number="Stage 2 — Linear attention",
             article="Cache doesn't grow with N",
-            app=f"state {K} × {V1} fp32 = {la_bytes:,} B at every step; head 0's cache {growth(sm.trace.cache_bytes):.0f}× "
+            app=f"state {K} × {V1} fp32 = {la_bytes:,} B at every step; head 0's cache "
+            f"{growth(sm.trace.cache_bytes):.0f}× "
             "its first size at the end",
             how="computed",
             verdict="verified" if state_fixed and growth(sm.trace.cache_bytes) > 1 else "differs",
-            why=f"The state's shape is fixed (K rows, V value columns and the normaliser z; {sizes}); the cache gains a "
+            why=f"The state's shape is fixed (K rows, V value columns and the normaliser z; {sizes}); the cache gains "
+            "a "
             "key and a value per token.",
             page="linear_attention",
             source=ARTICLE,
@@ -395,7 +400,8 @@ def _stage_table_rows() -> list[LedgerRow]:
         LedgerRow(
             number="Stage 4 — Gated DeltaNet",
             article="Can't forget → can forget",
-            app=f"topic A held after the switch: {percent(topic_a_held(dn, story))} → {percent(topic_a_held(gdn, story))}",
+            app=f"topic A held after the switch: {percent(topic_a_held(dn, story))} → "
+            f"{percent(topic_a_held(gdn, story))}",
             how="computed",
             verdict="verified" if topic_a_held(gdn, story) <= HELD_TOL else "differs",
             why=f"The story's topic switch, with the gate closed at the switch token ({sizes}).",
@@ -409,7 +415,8 @@ def _stage_table_rows() -> list[LedgerRow]:
             f"{percent(long_fact_held(gdn, story))})",
             how="quoted",
             verdict="quoted only",
-            why="'Surpasses' is a trained-model benchmark result of the paper; the app shows what per-channel gates add, "
+            why="'Surpasses' is a trained-model benchmark result of the paper; the app shows what per-channel gates "
+            "add, "
             "not a benchmark.",
             page="kda",
             source=f"{KIMI_PAPER} (abstract)",

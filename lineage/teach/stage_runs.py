@@ -21,6 +21,7 @@ from lineage import checks
 from lineage.device import device_info, get_device
 from lineage.lab import recall_error
 from lineage.measure.timing import Timed, interleaved_medians, median_seconds, timed
+from lineage.mechanisms import mechanism
 from lineage.numerics import rel_rms
 from lineage.ops.io_cost import (
     RecomputeCost,
@@ -151,7 +152,7 @@ def run_stage(
     s = stage(stage_key)
     checks.chunk_size(chunk_size)
     q, k, v, g, beta = make_inputs(stage_key, T, K, V, seed, rule) if inputs is None else inputs
-    if s.key == "linear_attention":  # the state carries the normaliser as a column fed by ones
+    if mechanism(s.key).keeps_normaliser:  # the state carries the normaliser as a column fed by ones
         q, k, v = recurrence_inputs(q, k, v, feature_map)
     kw = dict(rule=s.rule, output_final_state=False)
     o_ref, _, trace = recurrent_memory(q, k, v, g, beta, trace=True, **kw)
@@ -283,7 +284,7 @@ def recall(run: StageRun) -> Recall:
     k, v = run.k.astype(np.float64), run.v.astype(np.float64)
     reads = np.einsum("tkv,sk->tsv", states, k)  # [t, s, ·]: S_tᵀ k_s
     V = v.shape[1]
-    if run.stage == "linear_attention":  # the last column is the normaliser z, fed by a value of 1
+    if mechanism(run.stage).keeps_normaliser:  # the last column is the normaliser z, fed by a value of 1
         V -= 1
         reads = reads[..., :V] / (reads[..., V:] + NORMALIZER_EPS)
     error = recall_error(reads, v[None, :, :V])
