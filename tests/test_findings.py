@@ -173,3 +173,18 @@ def test_an_ablation_that_changes_nothing_is_not_called_a_drop():
     runs = [fake("softmax", 0.99), fake("softmax", 0.985, front_end="none")]
     h = findings.headline(findings.summarise(runs), title)
     assert h.shown == "99.0% → 98.5%" and "without it, softmax" not in h.claim
+
+
+def test_a_drop_the_cache_shares_is_not_called_running_out_of_room():
+    """At a width where softmax (whose cache holds every pair) also fails, the sentence says the narrow model did not
+    learn, rather than letting a fixed state's drop read as capacity; where softmax solves it, nothing is added."""
+    runs = [
+        fake("deltanet", 0.05, pairs=8, width=16),
+        fake("deltanet", 0.99, pairs=8, width=64),
+        fake("softmax", 0.13, pairs=8, width=16),
+        fake("softmax", 0.995, pairs=8, width=64),
+    ]
+    said = findings.capacity_sentence(findings.summarise(runs), title)
+    assert "At width 16 softmax fails too (13%)" in said and "do not show them running out of room" in said
+    runs[2] = fake("softmax", 0.995, pairs=8, width=16)
+    assert "fails too" not in findings.capacity_sentence(findings.summarise(runs), title)
