@@ -20,7 +20,7 @@ from ui.common import BUSY_TEXT, device_label, run_or_stop, seed, stop_page, wha
 from ui.common import caps as common_caps
 
 DATA = Path(__file__).resolve().parents[1] / "data"
-RECORD = DATA / "learned_memory_sweep.jsonl"  # python -m lineage sweep data/learned_memory_grid_cpu.json --out …
+RECORD = findings.RECORD  # python -m lineage sweep data/learned_memory_grid_cpu.json --out …
 GRID = DATA / "learned_memory_grid.json"  # the whole grid, for a cluster; the record holds the part that fits a CPU
 CPU_GRID = DATA / "learned_memory_grid_cpu.json"
 

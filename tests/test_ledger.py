@@ -14,6 +14,7 @@ from lineage import schedules
 from lineage.measure import flops
 from lineage.measure.flops import count_flops
 from lineage.teach import ledger
+from lineage.train.sweep import read_results
 
 
 def test_ledger_rows_are_computed_from_their_inputs():
@@ -99,3 +100,15 @@ def test_the_flop_counter_counts_a_known_product_and_refuses_what_it_cannot_coun
     assert count_flops(lambda: a + 1) == 0
     with pytest.raises(ValueError, match="'...'"):
         count_flops(lambda: torch.einsum("...j,jk->...k", a, b))
+
+
+def test_the_kda_row_says_what_the_learned_memory_record_shows(tmp_path):
+    """The row's sentence is computed from the record the Learned memory page reads; without a record it is left out
+    rather than typed."""
+    from lineage.train import findings
+
+    said = ledger._learned_memory_sentence()
+    assert said.startswith(" Small trained models, on the Learned memory page")
+    summaries = findings.summarise(r["result"] for r in read_results(findings.RECORD))
+    assert findings.most_learned(summaries, lambda k: ledger.MECHANISMS[k].title)[:40] in said
+    assert ledger._learned_memory_sentence(tmp_path / "absent.jsonl") == ""

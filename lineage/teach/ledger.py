@@ -12,6 +12,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -19,6 +20,7 @@ import torch
 from lineage import schedules
 from lineage.measure import footprints
 from lineage.measure.flops import count_flops
+from lineage.mechanisms import MECHANISMS
 from lineage.teach import stage_runs
 from lineage.teach.claims import (
     EXACT_TOL,
@@ -34,6 +36,8 @@ from lineage.teach.claims import (
     trace_story,
 )
 from lineage.teach.story import default_story
+from lineage.train import findings
+from lineage.train.sweep import read_results
 
 SAVING_CACHE = "cache only"  # the words for the two hybrid savings, the same on every page
 SAVING_TOTAL = "cache and KDA states"
@@ -345,6 +349,15 @@ def _decay_starts_after_write() -> float:
     return float(S[0, 0, 0, 0])
 
 
+def _learned_memory_sentence(record: Path = findings.RECORD) -> str:
+    """What the Learned memory page's recorded sweep shows about trained mechanisms, computed from the record."""
+    if not record.exists():
+        return ""
+    summaries = findings.summarise(r["result"] for r in read_results(record))
+    said = findings.most_learned(summaries, lambda key: MECHANISMS[key].title if key in MECHANISMS else key)
+    return f" Small trained models, on the Learned memory page (MQAR, its recorded sweep): {said}" if said else ""
+
+
 def _stage_table_rows() -> list[LedgerRow]:
     """The article's stage table, 'problem solved' column: each row against its stage's claim on the story — the
     default story at the pages' default sizes and settings, so a row shows the number its page opens with."""
@@ -416,8 +429,7 @@ def _stage_table_rows() -> list[LedgerRow]:
             how="quoted",
             verdict="quoted only",
             why="'Surpasses' is a trained-model benchmark result of the paper; the app shows what per-channel gates "
-            "add, "
-            "not a benchmark.",
+            "add, not a benchmark." + _learned_memory_sentence(),
             page="kda",
             source=f"{KIMI_PAPER} (abstract)",
         ),

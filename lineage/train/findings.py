@@ -13,6 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+# The recorded reference sweep the Learned memory page and the ledger read (python -m lineage sweep
+# data/learned_memory_grid_cpu.json --out data/learned_memory_sweep.jsonl); absent where the package is installed alone
+RECORD = Path(__file__).resolve().parents[2] / "data" / "learned_memory_sweep.jsonl"
 
 MQAR_SOURCES = {
     "zoology": "Zoology (Arora et al. 2023, arXiv 2312.04927)",
