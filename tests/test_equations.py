@@ -1,13 +1,29 @@
 """Equation ↔ code: every stage's excerpt is cut from the code that runs, shows the lines that make its change, and
-fails loudly when a marker stops matching; DeltaNet's chunked form shows the WY/UT transform with its solve."""
+fails loudly when a marker goes missing; DeltaNet's chunked form shows the WY/UT transform with its solve and
+chunk_memory's numbered steps in order. The code of lineage/ops/recurrence.py is cut at explicit panel markers."""
 
 from __future__ import annotations
+
+import inspect
+import re
 
 import pytest
 
 from lineage.ops import recurrence
 from lineage.stages import all_stages
-from lineage.teach.equations import EQUATIONS, chunked_delta, code_lines, equation
+from lineage.teach.equations import (
+    EQUATIONS,
+    chunked_delta,
+    code_lines,
+    equation,
+    is_marker,
+    panel,
+    panel_names,
+    panel_span,
+    panels_shown,
+)
+
+SOURCE = inspect.getsource(recurrence)
 
 
 def test_every_stage_has_an_equation_with_a_marked_change_and_code():
@@ -39,22 +55,89 @@ def test_each_excerpt_shows_its_change_and_only_a_few_lines(stage, must_show, mu
 
 
 def test_excerpt_line_numbers_are_the_files():
-    x = equation("deltanet").excerpts()[0]
     with open(recurrence.__file__) as f:
         lines = f.read().splitlines()
-    for n, text in x.lines:
-        assert lines[n - 1].strip() == text.strip()
+    for x in equation("deltanet").excerpts() + chunked_delta():
+        assert x.path == "lineage/ops/recurrence.py"
+        for n, text in x.lines:
+            assert lines[n - 1].strip() == text.strip()
 
 
-def test_chunked_delta_shows_the_triangular_solve_and_the_numbered_steps():
-    text = "\n".join(x.text for x in chunked_delta())
+def test_an_ellipsis_stands_only_where_code_was_left_out():
+    # deltanet's regions (read, then write) follow each other with only marker lines between: no "…"
+    assert "…" not in equation("deltanet").excerpts()[0].text
+    # mamba2 skips the read between its decay and its write
+    assert equation("mamba2").excerpts()[0].text.count("…") == 1
+
+
+def test_chunked_delta_shows_the_triangular_solve_and_the_numbered_steps_in_order():
+    excerpts = chunked_delta()
+    text = "\n".join(x.text for x in excerpts)
     assert "def ut_transform" in text and "(I + StrictTril(diag(β) A_kk))⁻¹" in text
     assert "unit_lower_inverse(" in text or "solve_triangular(" in text  # the solve itself, in running code
-    for step in ("# 1.", "# 2.", "# 3.", "# 4.", "# 5."):
-        assert step in text
+    steps = [line.strip()[:4] for line in text.splitlines() if re.match(r"\s*# \d\.", line)]
+    assert steps == ["# 1.", "# 2.", "# 3.", "# 4.", "# 5."], steps
+    assert [x.qualname for x in excerpts] == ["ut_transform", "chunk_memory"]  # the steps in one function
+    for shown in ("decayed_products(", "U, W = ut_transform(", "u_i = torch.baddbmm", "o = torch.baddbmm("):
+        assert shown in text, shown
 
 
-def test_a_marker_that_matches_nothing_is_an_error():
+# ---- the panel markers -------------------------------------------------------------------------------------------
+
+
+def _marker_lines(name: str, edge: str) -> list[int]:
+    pattern = re.compile(rf"^\s*# \[panel:{re.escape(name)}\] {edge}\b")
+    return [n for n, line in enumerate(SOURCE.splitlines(), start=1) if pattern.match(line)]
+
+
+def test_every_panel_shown_has_one_start_and_one_end_marker_in_recurrence():
+    shown = {name for p in panels_shown() if p.module is recurrence for name in p.names}
+    assert shown, "no page shows a marked panel of recurrence.py"
+    for name in sorted(shown):
+        starts, ends = _marker_lines(name, "start"), _marker_lines(name, "end")
+        assert len(starts) == 1 and len(ends) == 1, (name, starts, ends)
+        assert starts[0] + 1 < ends[0], (name, starts, ends)
+    # no marker is left over from a panel no page shows, and every marker line is well formed
+    assert panel_names(SOURCE) == shown
+    malformed = [
+        line
+        for line in SOURCE.splitlines()
+        if is_marker(line) and not re.match(r"^\s*# \[panel:[^\]]+\] (start|end)\b", line)
+    ]
+    assert not malformed, malformed
+
+
+@pytest.mark.parametrize("name", sorted({n for p in panels_shown() for n in p.names}))
+def test_each_panel_compiles_and_shows_no_marker(name):
+    code = panel(recurrence, name).text
+    assert "[panel:" not in code and "…" not in code
+    compile(code, f"<panel {name}>", "exec")  # a region of whole statements, dedented
+
+
+def test_no_excerpt_shows_a_marker():
+    excerpts = [x for eq in EQUATIONS.values() for x in eq.excerpts()] + chunked_delta()
+    for x in excerpts:
+        assert not any(is_marker(line) or "[panel:" in line for _, line in x.lines), x.where
+
+
+def test_a_missing_or_doubled_marker_is_an_error():
+    region = "x = 1\n# [panel:a] start — code-panel marker\ny = 2\n# [panel:a] end\n"
+    assert panel_span(region, "a") == (2, 4)
+    with pytest.raises(ValueError, match=r"no '# \[panel:b\] start' marker"):
+        panel_span(region, "b")
+    with pytest.raises(ValueError, match=r"no '# \[panel:a\] end' marker"):
+        panel_span(region.replace("# [panel:a] end", "z = 3"), "a")
+    with pytest.raises(ValueError, match="2 times"):
+        panel_span(region + region, "a")
+    with pytest.raises(ValueError, match="comes before its start"):
+        panel_span("# [panel:a] end\ny = 2\n# [panel:a] start\n", "a")
+    with pytest.raises(ValueError, match="no line between"):
+        panel_span("# [panel:a] start\n# [panel:a] end\n", "a")
+    with pytest.raises(ValueError, match="no '# \\[panel:no-such-panel\\] start' marker"):
+        panel(recurrence, "no-such-panel")
+
+
+def test_a_needle_that_matches_nothing_is_an_error():
     with pytest.raises(ValueError, match="no line containing"):
         code_lines(recurrence.recurrent_memory, ("this line does not exist",))
     with pytest.raises(ValueError, match="stage must be one of"):

@@ -5,13 +5,16 @@ The inputs come from ``tests.util.make_inputs``, the one seeded recipe of every 
 
 from __future__ import annotations
 
+import ast
 import inspect
 import itertools
+import re
 
 import pytest
 import torch
 
-from lineage.ops.recurrence import chunk_memory_minimal, recurrent_memory, run_memory
+from lineage.ops import recurrence
+from lineage.ops.recurrence import chunk_memory, chunk_memory_minimal, recurrent_memory, run_memory
 from tests.util import CELLS, DTYPE_NAME, GATED_STAGES, MODES, STAGE_CELL, assert_close, make_inputs
 
 
@@ -197,6 +200,44 @@ def test_the_minimal_chunked_form_fits_on_one_screen():
     assert len(body) <= 45, len(body)
     steps = [line.strip()[:4] for line in body if line.strip()[:3] in {f"# {n}" for n in "12345"}]
     assert steps == ["# 1.", "# 2.", "# 3.", "# 4.", "# 5."], steps
+
+
+def _numbered_steps(source: str) -> list[str]:
+    return re.findall(r"^\s*# (\d)\.", source, flags=re.MULTILINE)
+
+
+def test_the_fast_chunked_form_reads_its_steps_in_order_in_one_function():
+    """chunk_memory's steps 1–5 each appear once, in order, in chunk_memory itself, numbered as chunk_memory_minimal's;
+    no other function of recurrence.py numbers steps, and the speed knob is labelled as such."""
+    fast, minimal = inspect.getsource(chunk_memory), inspect.getsource(chunk_memory_minimal)
+    assert _numbered_steps(fast) == _numbered_steps(minimal) == list("12345")
+    source = inspect.getsource(recurrence)
+    numbered = {
+        node.name
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef) and _numbered_steps(ast.get_source_segment(source, node) or "")
+    }
+    assert numbered == {"chunk_memory", "chunk_memory_minimal"}, numbered
+    assert "# Speed knob" in fast
+
+
+def test_G_means_the_cumulative_log_decay_throughout():
+    """In recurrence.py G is only ever a cumulative sum of the log-decay g (as in the papers), never a width."""
+    tree = ast.parse(inspect.getsource(recurrence))
+    assigned = [
+        ast.unparse(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "G" for t in node.targets)
+    ]
+    assert assigned and all("cumsum(" in value for value in assigned), assigned
+
+
+def test_the_docstrings_credit_the_anchor_and_name_the_minimal_form():
+    doc = recurrence.__doc__ or ""
+    for text in (doc, chunk_memory.__doc__ or ""):
+        assert "fla/ops/kda/chunk_intra.py" in text and "applied recursively" in text
+    for text in (doc, chunk_memory.__doc__ or "", chunk_memory_minimal.__doc__ or ""):
+        assert "minus the anchors and the speed knobs" in " ".join(text.split())
 
 
 def test_a_wipe_is_why_the_fast_form_anchors_its_decays():

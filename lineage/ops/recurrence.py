@@ -12,21 +12,27 @@ Every linear-memory stage of the lineage keeps, per head, a state ``S ∈ R^{K×
 | additive          | linear attention (2020) | Mamba-2 / SSD (2024)    | GLA (2024)           |
 | delta             | DeltaNet (2024)         | Gated DeltaNet (2025)   | KDA, Kimi Linear (2025) |
 
-This module holds the three ways to compute it, with identical signatures:
+This module holds the three ways to compute it, with identical signatures, and a readable twin of the second:
 
 * :func:`recurrent_memory` — the reference: a loop over t, one line per term of the equations above. It can
   record a :class:`MemoryTrace` (state, decay, value read, delta written, output per step) for the app.
 * :func:`chunk_memory` — the chunkwise-parallel form of Yang et al. 2024 ("Parallelizing Linear
   Transformers with the Delta Rule over Sequence Length", arXiv 2406.06484), extended with the scalar gate
   of Gated DeltaNet (arXiv 2412.06464) and the per-channel gate of Kimi Linear (arXiv 2510.26692). Inside a
-  chunk of C steps everything is matrix products; only the state hand-off between chunks is sequential.
-* :func:`chunk_memory_minimal` — the same chunked form on one screen, in the papers' steps and in fp64, without
-  :func:`chunk_memory`'s anchors and speed steps: the readable one to hold beside the fast one.
+  chunk of C steps everything is matrix products; only the state hand-off between chunks is sequential. Its
+  decays inside a chunk are anchored: each pair's decay is factored through a step between the two, which is
+  flash-linear-attention's sub-chunk anchor (``fla/ops/kda/chunk_intra.py``) applied recursively, down to single
+  steps (:func:`decayed_products`).
+* :func:`chunk_memory_minimal` — the same chunked form on one screen, in fp64, with the same numbered steps: what
+  :func:`chunk_memory` computes, minus the anchors and the speed knobs. The readable one to hold beside the fast one.
 * :func:`parallel_memory` — the T×T "attention" form: one chunk as long as the sequence, with decays taken
   from segment sums so that a long sequence loses no precision.
 
 The stages (``linear_attention``, ``deltanet``, ``mamba2``, ``gla``, ``gated_deltanet``, ``kda``) are thin
 presets over these functions; each lives in its own module with its paper and its layer.
+
+Comment lines ``# [panel:NAME] start`` … ``# [panel:NAME] end`` are code-panel markers: :mod:`lineage.teach.equations`
+shows the lines between them in the app (the markers themselves are left out). They change nothing that runs.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from lineage import checks
 
 Rule = Literal["additive", "delta"]
 
-# Speed steps of the chunked form (each changes nothing but speed, and each is tested for equal results):
+# Speed knobs of the chunked form (each changes nothing but speed, and each is tested for equal results):
 INVERSE_BLOCK = 16  # unit_lower_inverse inverts blocks of up to this many rows by a triangular solve
 CPU_SLAB = 64  # on a CPU, chunk_memory runs spans of ~this many chunks (all heads) per thread, kept in cache
 
@@ -151,18 +157,26 @@ def recurrent_memory(
     rec = {name: [] for name in ("states", "decay", "read", "delta")} if trace else None
     for t in range(T):
         q_t, k_t, v_t = q[:, :, t], k[:, :, t], v[:, :, t]  # (B, H, K), (B, H, K), (B, H, V)
+        # [panel:loop-decay] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
         # S' = Diag(α_t) S_{t-1} (no gate: α = 1, nothing to do)
         if gated:
             S = alpha[:, :, t, :, None] * S
+        # [panel:loop-decay] end
+        # [panel:loop-read] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
         # S'ᵀ k_t: what the memory returns for k_t right now (the delta rule needs it; an additive write only
         # records it for the trace)
         read_t = torch.einsum("bhkv,bhk->bhv", S, k_t) if rule == "delta" or rec is not None else None
+        # [panel:loop-read] end
+        # [panel:loop-write] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
         # u_t = v_t (additive) or β_t (v_t − S'ᵀ k_t) (delta: write only the correction)
         u_t = v_t if rule == "additive" else beta[:, :, t, None] * (v_t - read_t)
         # S_t = S' + k_t u_tᵀ
         S = S + k_t[..., :, None] * u_t[..., None, :]
+        # [panel:loop-write] end
+        # [panel:loop-output] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
         # o_t = S_tᵀ (scale q_t)
         o[:, :, t] = torch.einsum("bhkv,bhk->bhv", S, scale * q_t)
+        # [panel:loop-output] end
         if rec is not None:
             rec["states"].append(S)
             rec["decay"].append(alpha[:, :, t].expand(B, H, K))
@@ -201,12 +215,13 @@ def segsum(g: torch.Tensor) -> torch.Tensor:
 class ChunkDecay:
     """How much each step of a chunk has decayed, relative to the chunk's start and end (every value in [0, 1]).
 
-    Shapes [Z, C, 1] for a scalar gate, [Z, C, K] per channel; ``chunk`` is [Z, 1|K].
+    G is the cumulative log-decay inside the chunk, G_i = Σ_{s ≤ i} g_s over its steps 1 … C. Shapes [Z, C, 1] for a
+    scalar gate, [Z, C, K] per channel; ``chunk`` is [Z, 1|K].
 
     Attributes:
         from_start: e^{G_i} = Π_{s ≤ i} α_s, how the incoming state has decayed when query i reads it
-        to_end:     e^{G_C − G_j} = Π_{j < s < C} α_s, how much of key j's write is left when the chunk ends
-        chunk:      e^{G_C} = Π_{s < C} α_s, the incoming state's decay over the whole chunk
+        to_end:     e^{G_C − G_j} = Π_{j < s ≤ C} α_s, how much of key j's write is left when the chunk ends
+        chunk:      e^{G_C} = Π_{s ≤ C} α_s, the incoming state's decay over the whole chunk
     """
 
     from_start: torch.Tensor
@@ -239,8 +254,9 @@ def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> t
     (k ⊙ e^{−G_j})ᵀ, exponentiates −G > 0 and overflows under strong decay.) After the last level the blocks are
     the whole chunk, and the factors are the decays from the chunk's start and to its end.
 
-    The anchor is fla's sub-chunk anchor (its KDA kernels split a chunk into sub-chunks and factor each pair's decay
-    through a sub-chunk boundary between them, ``ops/kda/chunk_intra.py``), applied recursively here, down to single
+    The anchor is fla's sub-chunk anchor: flash-linear-attention's KDA kernels (``fla/ops/kda/chunk_intra.py``) split a
+    chunk into sub-chunks and factor the decay of a pair in two different sub-chunks through the boundary between
+    them (inside one sub-chunk they take e^{G_i − G_j} directly). Here it is applied recursively, down to single
     steps, so that no pair is left to a direct e^{G_i − G_j} (:func:`chunk_memory_minimal` takes that direct route).
 
     A scalar gate factors out of the channel sum: L_ij = Π_{j<s≤i} α_s (Mamba-2's "1-semiseparable" mask, SSD
@@ -256,8 +272,8 @@ def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> t
     P = 1 << (C - 1).bit_length()  # the blocks halve evenly down to single steps: pad the chunk to a power of two
     if P != C:  # padded steps come last and are cut off below: q = k = 0 and α = 1 change no earlier pair
         k, g, *rows = (torch.nn.functional.pad(x, (0, 0, 0, P - C)) for x in (k, g, *rows))
-    G = g.shape[-1]  # 1 (scalar gate) or K (per channel)
-    per_channel = G > 1
+    Kg = g.shape[-1]  # the gate's width: 1 (scalar gate) or K (per channel)
+    per_channel = Kg > 1
     if per_channel:
         products = [x.new_zeros(Z, P, P) for x in rows]
         for A, x in zip(products, rows, strict=True):
@@ -270,7 +286,7 @@ def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> t
     h = 1
     while h < P:
         m = P // (2 * h)  # blocks of 2h steps per chunk
-        into, after = into_block.view(Z, m, 2, h, G), after_in_block.view(Z, m, 2, h, G)
+        into, after = into_block.view(Z, m, 2, h, Kg), after_in_block.view(Z, m, 2, h, Kg)
         # left half (columns j) decayed up to the anchor, right half (rows i) decayed from it
         if per_channel:
             left_keys = (k.view(Z, m, 2, h, K)[:, :, 0] * after[:, :, 0]).mT  # (Z, m, K, h)
@@ -280,10 +296,10 @@ def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> t
             _write_lower_left(L, into[:, :, 1] * after[:, :, 0].mT, h)  # outer products, (Z, m, h, h)
         # the next level's blocks join two halves: the right half decays by the left half's total as well, the
         # left half by the right half's total
-        total = into[:, :, :, -1:]  # (Z, m, 2, 1, G): each half's whole decay
+        total = into[:, :, :, -1:]  # (Z, m, 2, 1, Kg): each half's whole decay
         one = torch.ones_like(total[:, :, :1])
-        into_block = (into * torch.cat([one, total[:, :, :1]], dim=2)).view(Z, P, G)
-        after_in_block = (after * torch.cat([total[:, :, 1:], one], dim=2)).view(Z, P, G)
+        into_block = (into * torch.cat([one, total[:, :, :1]], dim=2)).view(Z, P, Kg)
+        after_in_block = (after * torch.cat([total[:, :, 1:], one], dim=2)).view(Z, P, Kg)
         h *= 2
     decay = ChunkDecay(from_start=into_block[:, :C], to_end=after_in_block[:, :C], chunk=into_block[:, C - 1])
     if not per_channel:
@@ -292,25 +308,25 @@ def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> t
     return decay, [A[:, :C, :C] for A in products]
 
 
-def unit_lower_inverse(L: torch.Tensor) -> torch.Tensor:
-    """(I + StrictTril(L))⁻¹ for a batch of square matrices; only L's strict lower triangle is read.
+def unit_lower_inverse(M: torch.Tensor) -> torch.Tensor:
+    """(I + StrictTril(M))⁻¹ for a batch of square matrices; only M's strict lower triangle is read.
 
-    By 2×2 blocks, [[A, 0], [B, D]]⁻¹ = [[A⁻¹, 0], [−D⁻¹ B A⁻¹, D⁻¹]], halving down to blocks of at most
+    By 2×2 blocks, [[M₁₁, 0], [M₂₁, M₂₂]]⁻¹ = [[M₁₁⁻¹, 0], [−M₂₂⁻¹ M₂₁ M₁₁⁻¹, M₂₂⁻¹]], halving down to blocks of at most
     ``INVERSE_BLOCK`` rows, which a unit-triangular solve inverts. The result is the same as one solve of the whole
     matrix against I; on a CPU the blocks are faster (for C = 64, 2.4× measured) because most of the work becomes
     matrix products instead of LAPACK's row-by-row substitution.
 
-    Args: L [..., n, n]. Returns [..., n, n], unit lower triangular.
+    Args: M [..., n, n]. Returns [..., n, n], unit lower triangular.
     """
-    n = L.shape[-1]
+    n = M.shape[-1]
     if n <= INVERSE_BLOCK:
-        eye = torch.eye(n, dtype=L.dtype, device=L.device).expand_as(L)
-        return torch.linalg.solve_triangular(L, eye, upper=False, unitriangular=True)
+        eye = torch.eye(n, dtype=M.dtype, device=M.device).expand_as(M)
+        return torch.linalg.solve_triangular(M, eye, upper=False, unitriangular=True)
     h = n // 2
-    A_inv, D_inv = unit_lower_inverse(L[..., :h, :h]), unit_lower_inverse(L[..., h:, h:])
-    inverse = L.new_zeros(L.shape)
-    inverse[..., :h, :h], inverse[..., h:, h:] = A_inv, D_inv
-    inverse[..., h:, :h] = -(D_inv @ (L[..., h:, :h] @ A_inv))
+    inv_11, inv_22 = unit_lower_inverse(M[..., :h, :h]), unit_lower_inverse(M[..., h:, h:])
+    inverse = M.new_zeros(M.shape)
+    inverse[..., :h, :h], inverse[..., h:, h:] = inv_11, inv_22
+    inverse[..., h:, :h] = -(inv_22 @ (M[..., h:, :h] @ inv_11))
     return inverse
 
 
@@ -320,89 +336,20 @@ def ut_transform(
     """The WY/UT representation of a chunk of delta-rule writes (DeltaNet, arXiv 2406.06484, §3; with gates:
     Gated DeltaNet, arXiv 2412.06464, and Kimi Linear, arXiv 2510.26692):
 
-        T = (I + StrictTril(diag(β) A_kk))⁻¹ diag(β)
-        U = T V                    the values the chunk writes, corrected for one another
-        W = T (K ⊙ e^G)            how much of the incoming state each corrected value must subtract
+        T_ut = (I + StrictTril(diag(β) A_kk))⁻¹ diag(β)     the papers' T (here T is the sequence length)
+        U    = T_ut V              the values the chunk writes, corrected for one another
+        W    = T_ut (K ⊙ e^G)      how much of the incoming state each corrected value must subtract
 
     Args: A_kk [Z, C, C] (only the strict lower triangle is read); beta [Z, C]; v [Z, C, V]; k_decayed = K ⊙ e^G
     [Z, C, K]. Returns U [Z, C, V], W [Z, C, K].
     """
-    T = unit_lower_inverse(beta[..., None] * A_kk) * beta[..., None, :]  # (Z, C, C)
-    return T @ v, T @ k_decayed
-
-
-def _within_chunks(q, k, v, g, beta, rule: Rule):
-    """Steps 2–3 of :func:`chunk_memory` for a batch of chunks: everything that does not need the incoming state.
-
-    Args: q (already scaled), k [Z, C, K]; v [Z, C, V]; g [Z, C, 1|K] or None (no gate); beta [Z, C] or None.
-    Returns q_dec = Q ⊙ e^G, k_dec = K ⊙ e^{G_C − G}, chunk_decay = e^{G_C} [Z, 1|K] (None without a gate),
-    A_qk [Z, C, C], and the delta rule's corrected values U [Z, C, V] and W [Z, C, K] (both None for an additive
-    write, which writes V itself).
-    """
-    C = q.shape[-2]
-    rows = (q, k) if rule == "delta" else (q,)  # A_kk only feeds the delta rule's WY/UT transform
-
-    # 2. decays inside each chunk (restarted at every chunk, so every factor is in [0, 1]) and the decayed products
-    if g is None:  # α = 1: the decay is the causal mask (A_kk needs none: the transform reads its strict lower part)
-        A_qk, *A_kk = (q @ k.mT).masked_fill_(~_lower(C, q.device), 0.0), *(x @ k.mT for x in rows[1:])
-        q_dec, k_dec, k_from_start, chunk_decay = q, k, k, None
-    else:
-        decay, (A_qk, *A_kk) = decayed_products(k, g, *rows)  # 0 above the diagonal: no future key, no past query
-        q_dec = q * decay.from_start  # Q ⊙ e^G: how each query sees the incoming state
-        k_dec = k * decay.to_end  # K ⊙ e^{G_C − G}: how much of each write is left at the chunk's end
-        k_from_start, chunk_decay = k * decay.from_start, decay.chunk
-
-    # 3. the values each chunk writes: V (additive), or the WY/UT-corrected U and W (delta rule)
-    if rule == "additive":
-        return q_dec, k_dec, chunk_decay, A_qk, None, None
-    U, W = ut_transform(A_kk[0], beta, v, k_from_start)
-    return q_dec, k_dec, chunk_decay, A_qk, U, W
+    T_ut = unit_lower_inverse(beta[..., None] * A_kk) * beta[..., None, :]  # (Z, C, C)
+    return T_ut @ v, T_ut @ k_decayed
 
 
 def _by_chunk(x: torch.Tensor, BH: int, N: int) -> tuple[torch.Tensor, ...]:
     """The N chunk slices of [B·H·N, ...] (head-major chunks): slice n is chunk n of every head, (B·H, ...)."""
     return x.view(BH, N, *x.shape[1:]).unbind(1)
-
-
-def _chunk_span(q, k, v, g, beta, S, *, scale: float, rule: Rule):
-    """Steps 2–5 of :func:`chunk_memory` for n consecutive chunks of every head, from the state entering the first.
-
-    Args: q, k [BH, n, C, K]; v [BH, n, C, V]; g [BH, n, C, 1|K] or None (no gate); beta [BH, n, C] or None;
-    S [BH, K, V], the state before the span. Returns o [BH, n, C, V] and the state after the span's last chunk.
-    """
-    BH, n, C, K = q.shape
-    V = v.shape[-1]
-    q, k, v, g, beta = (None if x is None else x.reshape(BH * n, *x.shape[2:]) for x in (q, k, v, g, beta))
-
-    # 2.–3. inside the chunks, all of the span's at once (see _within_chunks); the read scale goes on the queries
-    q_dec, k_dec, chunk_decay, A_qk, U, W = _within_chunks(scale * q, k, v, g, beta, rule)
-
-    # 4. the hand-off between chunks, chunk-major: chunk i of every head is one (B·H, ·) slice. Each chunk's
-    #    incoming state is kept for step 5; results are collected and stacked once (plain out-of-place ops, so
-    #    autograd differentiates through them).
-    chunk = functools.partial(_by_chunk, BH=BH, N=n)
-    decays = [None] * n if chunk_decay is None else chunk(chunk_decay[..., None])  # n × (BH, 1|K, 1)
-    states = [S]
-    if W is None:
-        #    additive: u = V, and S ← e^{G_C} S + K_decᵀ V, whose second term needs no state: all chunks at once
-        u = v
-        for written_i, decay_i in zip(chunk(k_dec.mT @ v), decays, strict=True):
-            S = written_i + S if decay_i is None else torch.addcmul(written_i, decay_i, S)
-            states.append(S)
-    else:
-        #    delta rule: the corrected values u = U − W S need the incoming state, so each chunk computes them
-        corrected = []
-        for U_i, W_i, k_dec_i, decay_i in zip(chunk(U), chunk(W), chunk(k_dec), decays, strict=True):
-            u_i = torch.baddbmm(U_i, W_i, S, alpha=-1)  # U − W S                                  (BH, C, V)
-            S = torch.baddbmm(S if decay_i is None else decay_i * S, k_dec_i.mT, u_i)  # e^{G_C} S + K_decᵀ u
-            states.append(S)
-            corrected.append(u_i)
-        u = torch.stack(corrected, dim=1).view(BH * n, C, V)
-    starts = torch.stack(states[:-1], dim=1).view(BH * n, K, V)
-
-    # 5. every chunk's output at once: O = (Q ⊙ e^G) S_i + A_qk u
-    o = torch.baddbmm(A_qk @ u, q_dec, starts)
-    return o.view(BH, n, C, V), S
 
 
 def chunk_memory(
@@ -421,18 +368,25 @@ def chunk_memory(
 ):
     """Chunkwise-parallel form: matrix products inside chunks of C steps, a state hand-off between chunks.
 
-    Per chunk, with incoming state S and G the within-chunk cumulative log-decay (G_i = Σ_{s≤i} g_s):
+    The code runs these steps in order, top to bottom. Per chunk, with S the state entering it and G the cumulative
+    log-decay inside it (G_i = Σ_{s ≤ i} g_s over its steps 1 … C):
 
-        A_qk = Σ_c q_ic k_jc e^{G_ic − G_jc} (i ≥ j),  A_kk likewise (i > j)
-        T    = (I + StrictTril(diag(β) A_kk))⁻¹ diag(β),  U = T V,  W = T (K ⊙ e^G)   (delta; additive: U = V, W = 0)
-        u    = U − W S
-        O    = (Q ⊙ e^G) S + A_qk u
-        S   ← e^{G_C} S + (K ⊙ e^{G_C − G})ᵀ u
+        1. cut the sequence into chunks of C steps
+        2. A_qk = Σ_c q_ic k_jc e^{G_ic − G_jc} (i ≥ j),  A_kk likewise (i > j)
+        3. T_ut = (I + StrictTril(diag(β) A_kk))⁻¹ diag(β),  U = T_ut V,  W = T_ut (K ⊙ e^G)   (delta rule only)
+        4. u = U − W S (additive: u = V), then the hand-off  S ← e^{G_C} S + (K ⊙ e^{G_C − G})ᵀ u
+        5. O = (Q ⊙ e^G) S + A_qk u, with the S that entered the chunk
 
-    Steps 2–3 (:func:`_within_chunks`) run for many chunks at once; only step 4's hand-off is a loop over chunks
-    (two small products each), and step 5 computes the outputs of many chunks at once from their incoming states.
-    Cost per chunk: ≈ 2·C·K·V for the state upkeep and ≈ 2·C²·(K + V) inside the chunk, i.e. 2LD² + 2LCD
-    over a sequence of length L = T with D = K = V.
+    :func:`chunk_memory_minimal` runs the same steps, numbered alike: it is what this function computes, minus the
+    anchors and the speed knobs. The anchors: step 2 never forms e^{G_i − G_j}; :func:`decayed_products` factors each
+    pair's decay through a step between the two (fla's sub-chunk anchor, flash-linear-attention's
+    ``fla/ops/kda/chunk_intra.py``, applied recursively), so every factor is in [0, 1] and a wipe (α = 0) inside a
+    chunk gives the loop's answer, not NaN. The speed knobs, which change nothing but speed (each is tested for equal
+    results), are labelled in the code: steps 2–5 run on spans of consecutive chunks of every head at once (all chunks
+    on a GPU, ``CPU_SLAB`` per thread on a CPU); inside a span only step 4's hand-off is a loop over chunks (two small
+    products each), and step 5 computes every chunk's outputs at once from the states step 4 kept; step 3 inverts by
+    blocks (:func:`unit_lower_inverse`, ``INVERSE_BLOCK``). Per chunk the state costs ≈ 2·C·K·V per product and the
+    work inside the chunk ≈ 2·C²·K or 2·C²·V per product (term by term: ``lineage.measure.bench.chunk_flop_model``).
 
     Args and returns are those of :func:`recurrent_memory` (without ``trace``), plus ``chunk_size`` ≥ 1 (None:
     :func:`default_chunk_size` of q's device). T need not be a multiple of the chunk size: the tail is padded with
@@ -442,29 +396,91 @@ def chunk_memory(
     C = default_chunk_size(q.device) if chunk_size is None else checks.chunk_size(chunk_size)
     out_dtype, gated = v.dtype, g is not None
     q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
+
+    # [panel:chunk-step-1] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
+    # 1. cut every head's sequence into N chunks of C steps, [B·H, N, C, ·]; the last chunk is filled up with steps
+    #    that neither decay nor write (k = 0 and β = 0 write nothing, g = 0 decays nothing)
+    # [panel:chunk-step-1] end
     C = min(C, T)
     N = -(-T // C)
     BH = B * H
     pad = N * C - T
-    if pad:  # padded steps: k = 0 and β = 0 write nothing, g = 0 decays nothing
+    if pad:
         q, k, v, g = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (q, k, v, g))
         beta = None if beta is None else torch.nn.functional.pad(beta, (0, pad))
-
-    # 1. split every head's sequence into N chunks of C steps: [B·H, N, C, ·]
     q, k, v, g = (x.reshape(BH, N, C, x.shape[-1]) for x in (q, k, v, g))
     g = g if gated else None
     beta = None if beta is None else beta.reshape(BH, N, C)
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
 
-    # 2.–5. the chunks, in spans of consecutive chunks (see _chunk_span), the state carried from span to span. One
-    #    span holds every chunk, except on a CPU: there a span of CPU_SLAB chunks per thread keeps its temporaries in
-    #    the cache (measured best at 1 and 2 threads, T = 4096, H = 4)
+    # Speed knob, no maths: steps 2–5 run on a span of n consecutive chunks of every head at once, batched as
+    # Z = B·H·n chunks [Z, C, ·], and S is carried from span to span. One span holds every chunk, except on a CPU:
+    # there a span of CPU_SLAB chunks per thread keeps its temporaries in the cache (measured best at 1 and 2 threads,
+    # T = 4096, H = 4). In the loop, q, k, v, g and beta are the span's chunks.
     span = N if q.device.type != "cpu" else max(1, CPU_SLAB * torch.get_num_threads() // BH)
+    whole = (q, k, v, g, beta)
     outputs = []
-    for start in range(0, N, span):
-        part = (None if x is None else x[:, start : start + span] for x in (q, k, v, g, beta))
-        o, S = _chunk_span(*part, S, scale=scale, rule=rule)
-        outputs.append(o)
+    for first in range(0, N, span):
+        q, k, v, g, beta = (None if x is None else x[:, first : first + span] for x in whole)
+        n = q.shape[1]
+        q, k, v, g, beta = (None if x is None else x.reshape(BH * n, *x.shape[2:]) for x in (q, k, v, g, beta))
+        q = scale * q  # the read scale goes on the queries
+
+        # [panel:chunk-step-2] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
+        # 2. the decays inside each chunk (restarted at every chunk, so every factor is in [0, 1]) and the decayed
+        #    products A_qk and A_kk, 0 above the diagonal: no future key, no past query
+        rows = (q, k) if rule == "delta" else (q,)  # A_kk only feeds the delta rule's WY/UT transform (step 3)
+        if g is None:  # α = 1: the decay is the causal mask (A_kk needs none: step 3 reads its strict lower part)
+            A_qk, *A_kk = (q @ k.mT).masked_fill_(~_lower(C, q.device), 0.0), *(x @ k.mT for x in rows[1:])
+            q_dec, k_dec, chunk_decay = q, k, None
+        else:
+            decay, (A_qk, *A_kk) = decayed_products(k, g, *rows)  # anchored, see decayed_products
+            q_dec = q * decay.from_start  # Q ⊙ e^G: how each query sees the incoming state
+            k_dec = k * decay.to_end  # K ⊙ e^{G_C − G}: how much of each write is left at the chunk's end
+            chunk_decay = decay.chunk  # e^{G_C}: the incoming state's decay over the whole chunk
+        # [panel:chunk-step-2] end
+
+        # [panel:chunk-step-3] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
+        # 3. the values each chunk writes: V itself (additive), or the delta rule's U and W, its values corrected for
+        #    one another and what each must subtract from the incoming state (the WY/UT transform; step 4 takes u)
+        if rule == "delta":
+            k_from_start = k if g is None else k * decay.from_start  # K ⊙ e^G
+            U, W = ut_transform(A_kk[0], beta, v, k_from_start)
+        # [panel:chunk-step-3] end
+
+        # [panel:chunk-step-4] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
+        # 4. the hand-off from chunk to chunk: the one loop over chunks. Chunk i of every head is one (B·H, ·) slice;
+        #    each chunk's incoming state is kept for step 5 (speed: the results are stacked once, after the loop, with
+        #    plain out-of-place ops, so autograd differentiates through them)
+        chunk = functools.partial(_by_chunk, BH=BH, N=n)
+        decays = [None] * n if chunk_decay is None else chunk(chunk_decay[..., None])  # n × (BH, 1|K, 1)
+        states = [S]
+        if rule == "delta":
+            #    the corrected values u = U − W S need the incoming state, so each chunk computes its own here
+            corrected = []
+            for U_i, W_i, k_dec_i, decay_i in zip(chunk(U), chunk(W), chunk(k_dec), decays, strict=True):
+                u_i = torch.baddbmm(U_i, W_i, S, alpha=-1)  # U − W S                                  (BH, C, V)
+                S = torch.baddbmm(S if decay_i is None else decay_i * S, k_dec_i.mT, u_i)  # e^{G_C} S + K_decᵀ u
+                states.append(S)
+                corrected.append(u_i)
+            u = torch.stack(corrected, dim=1).view(BH * n, C, V)
+        # [panel:chunk-step-4] end
+        else:
+            #    additive: u = V, and S ← e^{G_C} S + K_decᵀ V, whose second term needs no state (speed: all chunks'
+            #    at once, before the loop)
+            u = v
+            for written_i, decay_i in zip(chunk(k_dec.mT @ v), decays, strict=True):
+                S = written_i + S if decay_i is None else torch.addcmul(written_i, decay_i, S)
+                states.append(S)
+
+        # [panel:chunk-step-5] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
+        # 5. the outputs, O = (Q ⊙ e^G) S + A_qk u with the state S that entered each chunk (speed: all of the span's
+        #    chunks at once, from the states step 4 kept)
+        starts = torch.stack(states[:-1], dim=1).view(BH * n, K, V)
+        o = torch.baddbmm(A_qk @ u, q_dec, starts)
+        # [panel:chunk-step-5] end
+        outputs.append(o.view(BH, n, C, V))
+
     o = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)
     o = o.view(B, H, N * C, V)[:, :, :T]
     return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
@@ -482,9 +498,10 @@ def chunk_memory_minimal(
     initial_state: torch.Tensor | None = None,
     chunk_size: int = 16,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The chunked form on one screen, in the papers' numbered steps and in fp64: what :func:`chunk_memory` computes,
-    minus its anchors and its speed steps (spans of chunks, the block inverse, the chunk-major hand-off). Read it
-    beside the papers (Yang et al. 2024, §3; Kimi Linear, §3) as Mamba's ``ssd_minimal.py`` is read beside SSD.
+    """The chunked form on one screen, in fp64 and in :func:`chunk_memory`'s numbered steps: what chunk_memory
+    computes, minus the anchors and the speed knobs (spans of chunks, the block inverse, the batched hand-off and
+    outputs). Read it beside the papers (Yang et al. 2024, §3; Kimi Linear, §3) as Mamba's ``ssd_minimal.py`` is read
+    beside SSD.
 
     e^{G_i − G_j} is taken on the causal triangle only, so no positive exponent is ever formed, but it is a
     [C, C, K] tensor per chunk, and a wipe (α = 0, g = −∞) makes G_i − G_j undefined (−∞ + ∞) once the wipe is
@@ -496,28 +513,29 @@ def chunk_memory_minimal(
     g = q.new_zeros(B, H, T, 1) if g is None else g.double().unsqueeze(-1) if g.dim() == 3 else g.double()
     S = q.new_zeros(B, H, K, V) if initial_state is None else initial_state.double()
     o = q.new_empty(B, H, T, V)
-    for s in range(0, T, chunk_size):
-        q_n, k_n, v_n, g_n = (x[:, :, s : s + chunk_size] for x in (q, k, v, g))  # (B, H, C, ·)
+    for start in range(0, T, chunk_size):
+        # 1. the chunk: its C steps of every head (the last chunk may be shorter)
+        q_n, k_n, v_n, g_n = (x[:, :, start : start + chunk_size] for x in (q, k, v, g))  # (B, H, C, ·)
         C = q_n.shape[2]
-        # 1. cumulative log-decay inside the chunk: G_i = Σ_{s ≤ i} g_s, so e^{G_i} ≤ 1 is the decay from its start
+        # 2. the decays inside the chunk and the decayed products. G_i = Σ_{s ≤ i} g_s, so e^{G_i} ≤ 1 is the decay
+        #    from the chunk's start, and L = e^{G_i − G_j} the decay from step j to step i, on the causal triangle
         G = g_n.cumsum(2)  # (B, H, C, 1 or K)
-        # 2. the decay from step j to step i, e^{G_i − G_j}, on the causal triangle (i ≥ j); 0 above it
         causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
-        D = (G[:, :, :, None] - G[:, :, None]).masked_fill(~causal[..., None], -float("inf")).exp()  # (B,H,C,C,·)
-        A_qk = torch.einsum("bhic,bhijc,bhjc->bhij", q_n, D, k_n)  # i ≥ j: query i reads key j
-        A_kk = torch.einsum("bhic,bhijc,bhjc->bhij", k_n, D, k_n).tril(-1)  # i > j: key i sees key j's write
+        L = (G[:, :, :, None] - G[:, :, None]).masked_fill(~causal[..., None], -float("inf")).exp()  # (B,H,C,C,·)
+        A_qk = torch.einsum("bhic,bhijc,bhjc->bhij", q_n, L, k_n)  # i ≥ j: query i reads key j
+        A_kk = torch.einsum("bhic,bhijc,bhjc->bhij", k_n, L, k_n).tril(-1)  # i > j: key i sees key j's write
         # 3. what each step writes, u: v itself (additive), or the delta rule's correction, solved for the whole
-        #    chunk at once (the WY/UT transform): (I + diag(β) A_kk) U = diag(β) (V − (K ⊙ e^G) S)
+        #    chunk at once (the WY/UT transform): (I + diag(β) A_kk) u = diag(β) (V − (K ⊙ e^G) S)
         if rule == "additive":
-            U = v_n
+            u = v_n
         else:
-            b = beta[:, :, s : s + chunk_size, None].double()  # (B, H, C, 1)
-            L = torch.eye(C, dtype=q.dtype, device=q.device) + b * A_kk
-            U = torch.linalg.solve_triangular(L, b * (v_n - (k_n * G.exp()) @ S), upper=False, unitriangular=True)
-        # 4. outputs: the incoming state decayed to each step, plus this chunk's own writes
-        o[:, :, s : s + C] = scale * ((q_n * G.exp()) @ S + A_qk @ U)
-        # 5. the hand-off: the state at the chunk's end, S ← Diag(e^{G_C}) S + Σ_j Diag(e^{G_C − G_j}) k_j u_jᵀ
-        S = G[:, :, -1, :, None].exp() * S + (k_n * (G[:, :, -1:] - G).exp()).transpose(-1, -2) @ U
+            b = beta[:, :, start : start + chunk_size, None].double()  # (B, H, C, 1)
+            M = torch.eye(C, dtype=q.dtype, device=q.device) + b * A_kk
+            u = torch.linalg.solve_triangular(M, b * (v_n - (k_n * G.exp()) @ S), upper=False, unitriangular=True)
+        # 4. the hand-off: the state at the chunk's end, S ← Diag(e^{G_C}) S + Σ_j Diag(e^{G_C − G_j}) k_j u_jᵀ
+        S_in, S = S, G[:, :, -1, :, None].exp() * S + (k_n * (G[:, :, -1:] - G).exp()).transpose(-1, -2) @ u
+        # 5. outputs: the incoming state decayed to each step, plus this chunk's own writes
+        o[:, :, start : start + C] = scale * ((q_n * G.exp()) @ S_in + A_qk @ u)
     return o, S
 
 
@@ -536,7 +554,7 @@ def parallel_memory(
 ):
     """The T×T form: the whole sequence as one chunk, decays from exact segment sums.
 
-    Additive: O = (scale Q Kᵀ ⊙ D) V + (scale Q ⊙ exp G) S_0 with the decay mask D_ij = Π_{j<s≤i} α_s
+    Additive: O = (scale Q Kᵀ ⊙ L) V + (scale Q ⊙ exp G) S_0 with the decay mask L_ij = Π_{j<s≤i} α_s
     (for linear attention D is the causal mask of ones — "attention without the softmax").
     Delta: the same with V replaced by the WY-corrected values U − W S_0 over the whole sequence.
 
@@ -559,15 +577,15 @@ def parallel_memory(
         return torch.einsum("bhik,bhjk,bhijk->bhij", a, b, decay)
 
     qs = scale * q
-    P = products(qs, k, True)
+    A_qk = products(qs, k, True)
     corrected = v
     if rule == "delta":
-        M = beta[..., :, None] * products(k, k, False)
-        eye = torch.eye(T, dtype=M.dtype, device=M.device)
+        # M = I + diag(β) A_kk, with A_kk (strictly lower) the decayed key products
+        M = torch.eye(T, dtype=q.dtype, device=q.device) + beta[..., :, None] * products(k, k, False)
         rhs = beta[..., None] * torch.cat([v, k * torch.exp(G)], dim=-1)
-        sol = torch.linalg.solve_triangular(eye + M, rhs, upper=False, unitriangular=True)
+        sol = torch.linalg.solve_triangular(M, rhs, upper=False, unitriangular=True)
         corrected = sol[..., :V] - sol[..., V:] @ S
-    o = (qs * torch.exp(G)) @ S + P @ corrected
+    o = (qs * torch.exp(G)) @ S + A_qk @ corrected
     if output_final_state:
         k_dec = k * torch.exp(seg[:, :, -1])  # exp(G_T − G_j) = exp(segsum[T−1, j])
         S = torch.exp(G[:, :, -1])[..., None] * S + k_dec.transpose(-2, -1) @ corrected
