@@ -3,7 +3,7 @@
     python scripts/load_test.py                    # 16 Memory-lab visitors, 20 arrivals, 40 s of clear-cache floods
     python scripts/load_test.py --visitors 8 --arrivals 10 --flood-s 20 --json artifacts/load.json
 
-Visitors speak Streamlit's websocket protocol as the frontend does (``tests.e2e.harness.visit``), no browser. Every
+Visitors speak Streamlit's websocket protocol as the frontend does (``ui.browser.visit``), no browser. Every
 loop is bounded in count and time. Three loads, one server:
 
 1. ``--visitors`` sessions open the Memory lab at its caps at once (different seeds, so no cache helps): the server's
@@ -22,15 +22,13 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.e2e.harness import (  # noqa: E402
+from ui.browser import (
+    LAB_AT_CAPS,
+    TINY_BUDGET,
     health_latencies,
     process_memory_mb,
     reset_peak_memory,
@@ -39,10 +37,10 @@ from tests.e2e.harness import (  # noqa: E402
     stop,
     visit,
 )
-from tests.e2e.test_serve import LAB_AT_CAPS, TINY_BUDGET  # noqa: E402
-from ui.caps import caps  # noqa: E402
-from ui.limits import MAX_HEAVY_RUNS  # noqa: E402
+from ui.caps import caps
+from ui.limits import MAX_HEAVY_RUNS
 
+ROOT = Path(__file__).resolve().parents[1]
 MAX_FLOOD_ROUNDS = 50  # per client, whatever --flood-s says
 
 

@@ -19,24 +19,20 @@ import gc
 import json
 import os
 import statistics
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from lineage import lab
-from lineage.device import get_device  # noqa: E402
-from lineage.measure import footprints
-from lineage.measure.timing import repeat_times  # noqa: E402
-from lineage.mechanisms import linear_mechanisms  # noqa: E402
+from lineage import lab, schedules
+from lineage.device import get_device
+from lineage.measure.timing import repeat_times
+from lineage.mechanisms import linear_mechanisms
 from lineage.models import hybrid
-from lineage.teach import real_size, stage_runs  # noqa: E402
-from ui import caps as app_caps  # noqa: E402
+from lineage.teach import real_size, stage_runs
+from ui import caps as app_caps
 
+ROOT = Path(__file__).resolve().parents[1]
 MB = 2**20
 LIBC = ctypes.CDLL("libc.so.6")  # glibc: malloc_trim
 
@@ -135,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             T, 12, HD
         )
     runs["hybrid decode, Kimi Linear 27 layers × 24 tokens"] = lambda: hybrid.decode_trace(
-        hybrid.HybridConfig(schedule=footprints.KIMI_LINEAR_SCHEDULE), 24
+        hybrid.HybridConfig(schedule=schedules.KIMI_LINEAR_SCHEDULE), 24
     )
     runs["memory lab, every experiment at its defaults (d_k=16)"] = lambda: lab.run_all(lab.LabSettings(d_k=16))
     results = {}

@@ -11,9 +11,9 @@ Each round starts each kind of server afresh, in turn (so machine load falls on 
     serve    ``python serve.py``, the README's and the container's start (heavy imports before health);
     plain    ``streamlit run app.py`` (its first visitor waits for the imports).
 
-Once ``/_stcore/health`` answers, a new context of a headless Chromium (``harness.find_chromium()``; offline: requests
-to other hosts are aborted) opens the home page and the first Plotly chart drawn (``.js-plotly-plot .main-svg``) is
-timed, split into:
+Once ``/_stcore/health`` answers, a new context of a headless Chromium (``ui.browser.find_chromium()``; offline:
+requests to other hosts are aborted) opens the home page and the first Plotly chart drawn (``.js-plotly-plot
+.main-svg``) is timed, split into:
 
     boot     health OK → the page's first <h1>: the frontend's JavaScript loads and the script starts running;
     script   <h1> → the chart's element: the rest of the script up to the chart, and plotly.js — a 4.7 MB chunk the
@@ -41,10 +41,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from tests.e2e.harness import (  # noqa: E402  (the browser tests' own set-up, so the two measure alike)
+from ui.browser import (  # the browser tests' own set-up, so the two measure alike
     CHROMIUM_ARGS,
     NO_CHROMIUM,
     find_chromium,
@@ -52,9 +49,10 @@ from tests.e2e.harness import (  # noqa: E402  (the browser tests' own set-up, s
     start_server,
     stop,
 )
-from ui.common import SEED_LABEL  # noqa: E402
-from ui.nav import PAGES  # noqa: E402
+from ui.common import SEED_LABEL
+from ui.nav import PAGES
 
+ROOT = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.15  # first chart, over the bare app's
 TARGET_PEAK_MB = 600.0
 BARE_APP = ROOT / "artifacts" / "bare_app.py"

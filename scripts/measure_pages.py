@@ -31,17 +31,14 @@ import json
 import os
 import platform
 import statistics
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ui.classroom import PRESENT_KEY
+from ui.nav import PAGES
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from ui.classroom import PRESENT_KEY  # noqa: E402
-from ui.nav import PAGES  # noqa: E402
-
 DEFAULT_TARGET_S = 1.0
 CHANGE_TARGET_S = 0.3
 TIMEOUT_S = 120  # per script run: generous, a loaded machine must not turn a slow run into a failure

@@ -3,9 +3,9 @@
     python scripts/screenshots.py                          # every page, 1920×1080, into artifacts/screenshots-present
     python scripts/screenshots.py --out /tmp/shots/after --pages home kda --size 1280x720
 
-Starts the app (``tests/e2e/harness.py``'s server start), opens each page of ``ui.nav.PAGES`` with ``?present=1`` in
-headless Chromium (Debian's ``/usr/bin/chromium`` through Playwright, offline), waits until every chart has drawn,
-and writes into one folder, per page:
+Starts the app (``ui.browser``'s server start, as the browser tests do), opens each page of ``ui.nav.PAGES`` with
+``?present=1`` in headless Chromium (Debian's ``/usr/bin/chromium`` through Playwright, offline), waits until every
+chart has drawn, and writes into one folder, per page:
 
     <page>.png               the first screen (what the room sees before anyone scrolls)
     <page>-full.png          the whole page
@@ -20,20 +20,16 @@ that screen; ``tests/e2e/test_presenter.py`` checks every element).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from lineage.plots.palette import CVD_KINDS, simulate_cvd
+from ui.browser import CHROMIUM_ARGS, CHROMIUM_PATH, start_server, stop, wait_until_rendered
+from ui.nav import PAGES
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from lineage.plots.palette import CVD_KINDS, simulate_cvd  # noqa: E402
-from tests.e2e.checks import wait_until_rendered  # noqa: E402
-from tests.e2e.harness import CHROMIUM_ARGS, CHROMIUM_PATH, start_server, stop  # noqa: E402
-from ui.nav import PAGES  # noqa: E402
-
 LOAD_TIMEOUT_MS = 90_000
 MAX_FULL_PX = 16_000  # the tallest "whole page" shot
 # Streamlit scrolls its main section, not the document: the page's full height is that section's scroll height.

@@ -30,9 +30,17 @@ else
       exit 1
     }
   fi
-  PY=.venv/bin/python
+  PY="$PWD/.venv/bin/python"
 fi
 "$PY" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+# The project itself, editable: scripts/ import lineage and ui as installed packages. Skipped when this checkout's
+# packages are already the installed ones (asked from /, so that the working directory does not answer for them).
+here=$(pwd -P)
+where='import importlib.util as u; print(*(getattr(u.find_spec(n), "origin", "") for n in ("lineage", "ui")))'
+installed=$(cd / && "$PY" -c "$where" 2>/dev/null || true)
+if [ "$installed" != "$here/lineage/__init__.py $here/ui/__init__.py" ]; then
+  "$PY" -m pip install -q --disable-pip-version-check --no-deps -e .
+fi
 
 # ---- the browser for the end-to-end tests --------------------------------------------------------------------------
 PYTEST_ARGS=()
@@ -45,12 +53,12 @@ else
     echo "LINEAGE_CHROMIUM=$LINEAGE_CHROMIUM is not an executable: point it at a Chromium or Chrome binary." >&2
     exit 1
   fi
-  CHROMIUM=$("$PY" -c "from tests.e2e.harness import find_chromium; print(find_chromium() or '')")
+  CHROMIUM=$("$PY" -c "from ui.browser import find_chromium; print(find_chromium() or '')")
   if [ -z "$CHROMIUM" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
       && grep -qi '^ID=debian' /etc/os-release 2>/dev/null; then
     say "installing Debian's chromium for the browser tests"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    CHROMIUM=$("$PY" -c "from tests.e2e.harness import find_chromium; print(find_chromium() or '')")
+    CHROMIUM=$("$PY" -c "from ui.browser import find_chromium; print(find_chromium() or '')")
   fi
   if [ -z "$CHROMIUM" ]; then
     cat >&2 <<'EOF'

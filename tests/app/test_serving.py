@@ -28,8 +28,11 @@ from tests.app.util import ROOT, run_page
 from ui import serving
 from ui.nav import PAGES
 
+BROWSER = ROOT / "ui" / "browser.py"  # not the app: drives a server from outside (tests/e2e, scripts/), as the frontend
 APP_SOURCES = sorted(
-    [ROOT / "app.py", ROOT / "serve.py", *(ROOT / "app_pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]
+    p
+    for p in [ROOT / "app.py", ROOT / "serve.py", *(ROOT / "app_pages").glob("*.py"), *(ROOT / "ui").glob("*.py")]
+    if p != BROWSER
 )
 
 
@@ -158,6 +161,12 @@ def test_the_app_imports_streamlit_itself_and_nothing_under_it():
     private = {path: mods for path, mods in found.items() if any(m != "streamlit" for m in mods)}
     assert not private, f"modules of Streamlit that are not its public API: {private}"
     assert 'entry_points(group="console_scripts", name="streamlit")' in (ROOT / "serve.py").read_text()
+    # ui/browser.py, left out of the scan, speaks Streamlit's websocket protocol; the app never imports it
+    imports_browser = re.compile(
+        r"^\s*(from ui\.browser import|import ui\.browser|from ui import [^\n]*\bbrowser\b)", re.M
+    )
+    users = [str(p.relative_to(ROOT)) for p in APP_SOURCES if imports_browser.search(p.read_text())]
+    assert not users, f"the app must not import ui.browser (the browser tests' and scripts' harness): {users}"
 
 
 def test_the_import_scan_catches_a_private_import(tmp_path):

@@ -1,8 +1,9 @@
 """One real app server and one real headless Chromium for the whole end-to-end session.
 
-The browser is ``harness.find_chromium()``'s — ``$LINEAGE_CHROMIUM``, Debian's ``chromium``, or Playwright's own build
-if one was installed — driven by Playwright; nothing is downloaded here. Every request to a host other than this
-machine is aborted, so the app must work offline.
+The browser is ``ui.browser.find_chromium()``'s — ``$LINEAGE_CHROMIUM``, Debian's ``chromium``, or Playwright's own
+build if one was installed — driven by Playwright; nothing is downloaded here. Every request to a host other than this
+machine is aborted, so the app must work offline. The server's start and the browser's set-up are ``ui.browser``'s,
+which the measuring scripts share.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import (
+from ui.browser import (
     CHROMIUM_ARGS,
     CHROMIUM_PATH,
     NO_CHROMIUM,

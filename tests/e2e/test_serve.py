@@ -1,6 +1,6 @@
 """The hosted demo's start, ``python serve.py``, under load: bounded loops of visitors against 127.0.0.1 only.
 
-Visitors here speak Streamlit's own websocket protocol (``harness.visit``), as the browser's frontend does, without a
+Visitors here speak Streamlit's own websocket protocol (``ui.browser.visit``), as the browser's frontend does, without a
 browser: many of them fit on two cores. Small numbers, for CI; ``scripts/load_test.py`` runs the same with the
 numbers in the closing note (16 Memory-lab visitors at the caps, 20 arrivals, 40 s of clear-cache floods).
 
@@ -18,14 +18,15 @@ import subprocess
 import sys
 import threading
 import time
-from urllib.parse import quote
 
 import pytest
 
 from tests.e2e.checks import assert_clean, wait_until_rendered
 from tests.e2e.conftest import running_server
-from tests.e2e.harness import (
+from ui.browser import (
+    LAB_AT_CAPS,
     ROOT,
+    TINY_BUDGET,
     health_latencies,
     process_memory_mb,
     reset_peak_memory,
@@ -34,9 +35,6 @@ from tests.e2e.harness import (
 )
 from ui.caps import caps
 from ui.limits import MAX_HEAVY_RUNS
-
-LAB_AT_CAPS = "lab_d_k=32&lab_capacity_n=96&lab_capacity_trials=1&lab_needle_fill=96&lab_overwrite_between=128"
-TINY_BUDGET = "live_benchmark_budget=" + quote("tiny — 4 contexts up to 4,096, 3 repeats (well under a second)")
 
 
 async def together(*visits):
