@@ -83,7 +83,8 @@ st.caption(
     f"{per_stage['gpt2'][-1] / per_stage['hybrid'][-1]:.0f}× below GPT-2, of which only the layer ratio is the "
     f"hybrid's saving. Like for like — against the same layers all MLA, at {longest:,} tokens — it saves "
     f"{saving.text()}. Kimi Linear's own schedule ({kimi_saving.n_mla} MLA of {kimi_saving.n_layers} layers, from its "
-    f"config.json) saves {kimi_saving.text()}: the article's “−75%”. Computed by `lineage.measure.footprints.memory_per_layer` "
+    f"config.json) saves {kimi_saving.text()}: the article's “−75%”. Computed by "
+    "`lineage.measure.footprints.memory_per_layer` "
     "and `lineage.measure.footprints`; hover a line for exact bytes."
 )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import lab, plots
+from lineage.units import format_bytes
 from ui.caps import capacity_cost
 from ui.classroom import cap_notes, chart, prose
 from ui.classroom import table as show_table
@@ -239,7 +240,8 @@ cap_notes([run_cost_note("This run", cost, budget)])
 g2 = gate_sliders("capacity", alpha=lab.CAPACITY_GATES.alpha)
 if not cost.within(budget):
     st.error(
-        f"Can't run this: {trials} streams of {n_max} pairs at d_k = {d_k} would take about {cost.mb:,.0f} MB and "
+        f"Can't run this: {trials} streams of {n_max} pairs at d_k = {d_k} would take about "
+        f"{format_bytes(cost.bytes)} and "
         f"{cost.seconds:.1f} s, over what one run may take here. Average fewer streams, store fewer pairs or lower d_k."
     )
     r2 = None

@@ -21,6 +21,7 @@ LAYERS = {  # the table of docs/ARCHITECTURE.md, "Layers and the import rule"
     "numerics": 1,
     "device": 1,
     "cli": 1,
+    "units": 1,
     # 2 the ops: the one recurrence, each stage's op, softmax attention, its cache and IO counts
     "ops": 2,
     # 3 the tables: the mechanisms, the layer schedules, the stages (in that order: each reads the one before)

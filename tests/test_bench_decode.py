@@ -139,7 +139,7 @@ def test_refuses_context_over_the_cap():
 
 
 def test_cpu_refusal_names_the_cap():
-    with pytest.raises(ValueError, match=r"on cpu, over the cap of 256 MiB \(at most 16,287 tokens"):
+    with pytest.raises(ValueError, match=r"on cpu, over the cap of 268 MB \(at most 16,287 tokens"):
         run_decode_benchmark("tiny", max_context=1_000_000, device="cpu")
 
 

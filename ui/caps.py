@@ -44,14 +44,20 @@ import torch
 from lineage.device import get_device
 from lineage.measure import bench_decode
 from lineage.teach.stage_runs import SOFTMAX_MAX_HEADS
+from lineage.units import MiB
 
 
 @dataclass(frozen=True)
 class Cost:
-    """What one run takes: peak extra resident memory (MB) and wall time (s, one torch thread)."""
+    """What one run takes: peak extra resident memory (``mb``, in MiB: 2²⁰ bytes, as measured) and wall time (s, one
+    torch thread). Pages show it in the app's one unit system through ``bytes`` and ``lineage.units.format_bytes``."""
 
     mb: float
     seconds: float
+
+    @property
+    def bytes(self) -> float:
+        return self.mb * MiB
 
     def within(self, budget: Cost) -> bool:
         return self.mb <= budget.mb and self.seconds <= budget.seconds

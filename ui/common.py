@@ -9,6 +9,7 @@ import streamlit as st
 from lineage import stages
 from lineage.device import device_info
 from lineage.teach import story
+from lineage.units import format_bytes
 from ui import limits, links
 from ui.caps import Caps, Cost
 from ui.caps import caps as device_caps
@@ -147,7 +148,8 @@ def cap_note(name: str, cap: int) -> str:
 def run_cost_note(what: str, cost: Cost, budget: Cost) -> str:
     """The text beside a control whose run is capped by its measured cost (``ui.caps``)."""
     return (
-        f"{what}: about {cost.mb:,.0f} MB and {cost.seconds:.2f} s; one run may take up to {budget.mb:,.0f} MB and "
+        f"{what}: about {format_bytes(cost.bytes)} and {cost.seconds:.2f} s; one run may take up to "
+        f"{format_bytes(budget.bytes)} and "
         f"{budget.seconds:.1f} s on {device_info().type} (measured costs, `ui/caps.py`), so every run stays fast for "
         "everyone."
     )

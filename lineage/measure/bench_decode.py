@@ -47,6 +47,7 @@ from lineage.measure.timing import Timed, interleaved_times, repeat_times
 from lineage.ops.kda import kda
 from lineage.ops.kv_cache import KVCache
 from lineage.ops.softmax import decode_step
+from lineage.units import format_bytes
 
 # Width of the layer: 8 heads × 128 per head, the key/value shape of one Llama-3-8B layer (8 KV heads × 128,
 # meta-llama/llama3 params.json). Each cached token costs 8 · 2 · 128 · 4 = 8 KiB in fp32.
@@ -128,10 +129,6 @@ def context_grid(max_context: int, points: int) -> np.ndarray:
     grid = np.unique(np.round(np.geomspace(start, max_context, points)).astype(np.int64))
     grid[-1] = max_context  # exactly the largest requested, whatever the rounding
     return grid
-
-
-def _format_bytes(n: float) -> str:
-    return f"{n / MiB:,.0f} MiB" if n < GiB else f"{n / GiB:,.2f} GiB"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -334,14 +331,14 @@ def run_decode_benchmark(
     if cap_ctx < 1:
         raise ValueError(
             f"heads={heads}, head_dim={head_dim}: even one token needs {memory_estimate(1, heads, head_dim):,} bytes, "
-            f"over the {dev.type} cap of {_format_bytes(cap)}"
+            f"over the {dev.type} cap of {format_bytes(cap)}"
         )
     if max_context is not None:
         positive_int("max_context", max_context)
         if max_context > cap_ctx:
             raise ValueError(
                 f"max_context={max_context:,} needs {memory_estimate(max_context, heads, head_dim):,} bytes of "
-                f"benchmark memory on {dev.type}, over the cap of {_format_bytes(cap)} (at most {cap_ctx:,} tokens at "
+                f"benchmark memory on {dev.type}, over the cap of {format_bytes(cap)} (at most {cap_ctx:,} tokens at "
                 f"{heads} heads × {head_dim})"
             )
         largest = max_context
@@ -419,9 +416,9 @@ def format_table(result: DecodeBenchmark) -> str:
     lines = [
         f"decode step, {r.device_label}; {r.heads} heads × {r.head_dim} ({r.dtype}); "
         f"median of {r.repeats} after {r.warmup} warm-up ({r.budget} budget, {r.wall_seconds:.1f} s)",
-        f"memory copy: {r.copy_bytes_per_s / 1e9:,.2f} GB/s (dst.copy_(src), 2 × {_format_bytes(r.copy_size_bytes)} "
+        f"memory copy: {r.copy_bytes_per_s / 1e9:,.2f} GB/s (dst.copy_(src), 2 × {format_bytes(r.copy_size_bytes)} "
         f"moved per copy)",
-        f"cap: {_format_bytes(r.cap_bytes)} of benchmark memory on {r.device_type} -> at most {r.cap_context:,} tokens",
+        f"cap: {format_bytes(r.cap_bytes)} of benchmark memory on {r.device_type} -> at most {r.cap_context:,} tokens",
         f"KDA state read and written per step: {r.kda_state_bytes:,} bytes",
         "",
         f"{'context':>10} {'KV bytes read':>15} {'KV ms/token':>12} {'KV GB/s':>9} {'of copy':>8} "

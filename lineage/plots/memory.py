@@ -14,23 +14,13 @@ import plotly.graph_objects as go
 from lineage import stages
 from lineage.plots.core import figure, house_layout
 from lineage.plots.palette import KIND_COLOURS, NEUTRAL, mechanism_line, series_line, stage_line
+from lineage.units import format_bytes
 
 GPU_LINE_GROUP = "gpu"  # legendgroup of the horizontal GPU-memory lines
 COPY_LINE_GROUP = "copy"  # legendgroup of the 100 %-of-copy-bandwidth line
 LABEL_PX = 26  # vertical room one line of an end label takes (20 px text in presenter mode)
 LABELS_MARGIN_PX = 330  # the right margin that holds the end labels
 NAMES_PER_ROW = 2  # stage names per row of an end label
-
-
-def format_bytes(n: float) -> str:
-    """Decimal units, three significant figures: 36,864 -> "36.9 kB", 1.4e11 -> "140 GB"."""
-    n = float(n)  # also a Python int too large for numpy
-    if not np.isfinite(n) or n < 0:
-        raise ValueError(f"n must be a finite number of bytes >= 0, got {n}")
-    for unit, size in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{int(n)} B"
 
 
 def _bytes_text(values: np.ndarray) -> list[str]:

@@ -32,6 +32,7 @@ from streamlit.testing.v1 import AppTest
 from lineage import lab, schedules
 from lineage.measure import bench_decode, footprints
 from lineage.teach import stage_runs, story
+from lineage.units import format_bytes
 from tests.app.util import ROOT, TIMEOUT, first_chart_probes, run_page
 from ui import caps as app_caps
 from ui import links
@@ -545,12 +546,12 @@ def test_an_over_budget_capacity_run_is_refused_and_the_rest_of_the_lab_runs():
     at = open_link("memory_lab", params, "memory lab, capacity 2 × 96 pairs at d_k 32")
     cost = app_caps.capacity_cost(32, lab.MAX_PAIRS, 2)
     refused = [e.value for e in at.error if "would take about" in e.value]
-    assert refused and f"{cost.mb:,.0f} MB" in refused[0], [e.value for e in at.error]
+    assert refused and format_bytes(cost.bytes) in refused[0], [e.value for e in at.error]
     keys = [chart.key for chart in at.get("plotly_chart")]
     assert "lab_capacity_chart" not in keys and len(keys) >= 5
     assert at.warning  # the overview says it needs every experiment
     budget = app_caps.caps().run
-    assert any(f"up to {budget.mb:,.0f} MB" in c.value and "This run: about" in c.value for c in at.caption)
+    assert any(f"up to {format_bytes(budget.bytes)}" in c.value and "This run: about" in c.value for c in at.caption)
     at.slider(key="lab_capacity_trials").set_value(1)
     run(at, "memory lab, capacity 1 × 96 pairs at d_k 32")
     assert not at.error and "lab_capacity_chart" in [chart.key for chart in at.get("plotly_chart")]
