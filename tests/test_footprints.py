@@ -8,6 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from lineage import schedules
 from lineage.measure import footprints
 from lineage.measure.footprints import (
     DTYPE_BYTES,
@@ -329,3 +330,14 @@ def test_gpu_presets_have_sources():
     assert GPU_PRESETS["h200"].memory_bytes == 141 * 10**9
     assert GPU_PRESETS["a100-80gb-sxm"].bandwidth_bytes_per_s == 2039e9
     assert all("datasheet" in g.source or "whitepaper" in g.source for g in GPU_PRESETS.values())
+
+
+def test_kimi_linear_spec_follows_the_schedule():
+    assert footprints.kimi_linear_spec(schedules.KIMI_LINEAR_SCHEDULE) is footprints.MODELS["kimi-linear-48b"]
+    schedule = schedules.periodic_schedule(6, 3)
+    spec = footprints.kimi_linear_spec(schedule)
+    layers = footprints.footprint(spec, 1000).per_layer
+    assert tuple(layer.kind for layer in layers) == schedule
+    assert layers[2].kv_cache_bytes == 1000 * (512 + 64) * 2  # bf16
+    assert layers[0].state_bytes == 2 * (32 * 128 * 128 + 3 * 32 * 3 * 128)
+    assert spec.params_nominal is None

@@ -10,7 +10,7 @@ import pytest
 from lineage import plots
 from lineage.plots.core import Panel
 from lineage.plots.present import PROJECTION, active, for_projection, projecting
-from tests.test_plots_valid import BUILDERS, all_builders, runs  # noqa: F401  (runs: the fixture the builders use)
+from tests.util import BUILDERS, all_builders
 
 
 def font_sizes(fig: go.Figure) -> dict[str, float]:
@@ -132,7 +132,7 @@ def frame_text_sizes(fig: go.Figure) -> list[tuple[str, float]]:
 
 
 @pytest.mark.parametrize("name", BUILDERS)
-def test_every_frame_of_every_animation_is_projected(runs, name):  # noqa: F811
+def test_every_frame_of_every_animation_is_projected(runs, name):
     """In presenter mode no frame draws a text under the projection's smallest size: the step's sentence, the panel
     titles and the cell numbers each frame brings stay as large as the first frame's, at every step."""
     with projecting():
@@ -158,7 +158,7 @@ def test_the_frame_walk_sees_small_frame_text():
 
 
 @pytest.mark.parametrize("name", BUILDERS)
-def test_outside_presenter_mode_axes_and_legends_are_inked(runs, name):  # noqa: F811
+def test_outside_presenter_mode_axes_and_legends_are_inked(runs, name):
     """Streamlit's chart theme greys out axis text unless the text carries a colour: every axis's ticks and title and
     the legend carry the house's near-black (or a colour of the builder's own), and no projection was applied."""
     fig = all_builders(runs)[name]()

@@ -16,8 +16,8 @@ from lineage.stages import stage
 from lineage.teach import claims
 from lineage.teach.story import make_story, story_tensors
 from lineage.teach.story_text import parse_story
+from tests.util import KNOBS, claim_of
 
-KNOBS = claims.Knobs()  # β = 1, every token keeps α = 1, the switch α = 0: the pages' defaults
 FULL = "*name = Kim, Ada = Paris, Bo = Rome, ..., |, Dee = tea, Eve = jazz, ..., Dee = coffee, Dee = milk"
 STORIES = {  # a written story with every case (long-lived fact, switch, overwrite chain), at two state sizes
     "every-case-K8": (FULL, 8, 8),
@@ -60,20 +60,6 @@ def share(answer: np.ndarray, story, value: str) -> float:
 def rel_error(answer: np.ndarray, story, value: str) -> float:
     v = story.value(value)
     return float(np.linalg.norm(answer - v) / np.linalg.norm(v))
-
-
-def claim_of(stage_key: str, story, knobs: claims.Knobs = KNOBS) -> claims.StageClaim:
-    run = claims.trace_story(stage_key, story, knobs)
-    if stage_key == "linear_attention":
-        return claims.linear_claim(run, story, claims.trace_story("deltanet", story, knobs))
-    if stage_key == "deltanet":
-        return claims.deltanet_claim(run, story, claims.trace_story("linear_attention", story, knobs), knobs.beta)
-    if stage_key in ("mamba2", "gated_deltanet"):
-        ungated = "mamba2" if stage_key == "mamba2" else "deltanet"
-        off = claims.Knobs(alpha_keep=1.0, alpha_switch=1.0) if stage_key == "mamba2" else knobs
-        return claims.forget_claim(stage_key, run, story, claims.trace_story(ungated, story, off))
-    scalar = "mamba2" if stage_key == "gla" else "gated_deltanet"
-    return claims.channel_claim(stage_key, run, story, claims.trace_story(scalar, story, knobs))
 
 
 @pytest.mark.parametrize("case", STORIES)

@@ -17,16 +17,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st_
-from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from tests.app.util import ROOT, TIMEOUT, first_chart_probes
+from tests.app.util import MARKDOWN, ROOT, open_link, outside_refs, rendered_markdown
 from ui import links
 from ui.nav import PAGES
-
-# Streamlit renders Markdown with remark-gfm: CommonMark plus tables, strikethrough and bare-URL autolinks.
-MARKDOWN = MarkdownIt("commonmark", {"linkify": True}).enable(["linkify", "table", "strikethrough"])
-OUTSIDE = "ex.invalid"
 
 HOSTILE = {  # name -> a value a crafted link can carry
     "backtick link": "1`[Log in](http://ex.invalid/a)`",
@@ -40,22 +35,6 @@ HOSTILE = {  # name -> a value a crafted link can carry
     "long": "`" + "[Log in](http://ex.invalid/l)" * 400,
     "control chars": "`\n\n[Log in](http://ex.invalid/n)\u202e\t",
 }
-
-
-def outside_refs(markdown: str) -> list[str]:
-    """Every link, image or HTML in ``markdown`` that points outside the app, as Markdown parses it."""
-    found = []
-
-    def walk(tokens):
-        for token in tokens:
-            if token.type in ("link_open", "image") and OUTSIDE in str(token.attrs.get("href", token.attrs.get("src"))):
-                found.append(f"{token.type}: {token.attrs}")
-            if token.type in ("html_inline", "html_block") and OUTSIDE in token.content:
-                found.append(f"{token.type}: {token.content}")
-            walk(token.children or [])
-
-    walk(MARKDOWN.parse(markdown))
-    return found
 
 
 # ---- the helper -----------------------------------------------------------------------------------------------------
@@ -182,21 +161,6 @@ def test_quote_is_the_only_shortener():
 # ---- every URL key of every page, in the rendered page ----------------------------------------------------------
 
 
-def open_link(url_path: str, params: dict[str, str]) -> AppTest:
-    """A fresh session opening ``/<url_path>?<params>`` (the shell's first run, then the page, as a browser does)."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
-    for key, value in params.items():
-        at.query_params[key] = value
-    at.run()
-    if url_path == "home":
-        assert first_chart_probes(at)
-    else:
-        at.switch_page(f"app_pages/{url_path}.py")
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 KINDS = ("slider", "select_slider", "number_input", "selectbox", "radio", "checkbox", "toggle", "multiselect")
 FRESH: dict[str, tuple[list[str], list[str]]] = {}  # url_path -> (its URL keys, every name in its session state)
 
@@ -230,14 +194,6 @@ def test_the_app_own_session_state_names_start_with_an_underscore(entry):
 def link_notices(at: AppTest) -> list[str]:
     """The warnings at the top of the page about what the link (or a typed value) asked for (ui.links.report)."""
     return [w.value for w in at.warning if w.icon == ":material/link_off:"]
-
-
-def rendered_markdown(at: AppTest) -> list[str]:
-    """Everything a page shows as Markdown: messages, text, captions, metrics' labels and help."""
-    texts = []
-    for kind in ("warning", "error", "info", "success", "markdown", "caption", "title", "header", "subheader"):
-        texts += [e.value for e in getattr(at, kind)]
-    return texts
 
 
 @pytest.mark.parametrize("rotation", [0, 1], ids=["first", "second"])

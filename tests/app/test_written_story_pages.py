@@ -8,25 +8,24 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lineage.teach import claims
 from lineage.teach.story import make_story
-from lineage.teach.story_text import parse_story, story_link
-from tests.app.test_links import open_link, outside_refs, rendered_markdown
-from tests.app.util import figures, rerun, run_page
-from tests.test_written_claims import claim_of
+from lineage.teach.story_text import story_link
+from tests.app.util import (
+    LINEAR,
+    STAGES,
+    TEXT,
+    expected_metric,
+    figures,
+    open_link,
+    outside_refs,
+    rendered_markdown,
+    rerun,
+    run_page,
+    written,
+)
 from ui import links
 from ui.caps import caps
 from ui.story import INPUT_KEY, PRESET_NAMES, PRESETS, STORY_PARAM
-
-TEXT = "*me = Al\nAda = Paris, Bo = Rome\n...\n|\nCy = tea, Cy = jazz, Cy = milk"
-LINEAR = ["linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda"]
-STAGES = ["gpt2", "kv_cache", *LINEAR, "hybrid"]
-
-
-def written(text: str = TEXT):
-    parsed, problems = parse_story(text, max_tokens=caps().T)
-    assert parsed is not None, problems
-    return parsed
 
 
 def type_story(at: AppTest, text: str) -> AppTest:
@@ -36,23 +35,6 @@ def type_story(at: AppTest, text: str) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
-
-
-def expected_metric(page: str, text: str = TEXT) -> tuple[str, str]:
-    """(a word of the label, the value) the page's first metric should show for the written story."""
-    parsed = written(text)
-    n = len(parsed.tokens)
-    if page == "gpt2":  # 1 + 2 + … + n rows without a cache, n with one
-        return f"story's {n} tokens", f"{n * (n + 1) // 2:,} vs {n:,}"
-    if page == "kv_cache":  # head dim 16: a key and a value of 16 fp32 numbers per token
-        return f"story's {n} tokens", f"{n * 2 * 16 * 4:,} B"
-    if page == "hybrid":
-        story = make_story(K=claims.HYBRID_STATE_K, V=8, written=parsed)
-        needle = claims.hybrid_needle(story, claims.trace_story("kda", story, claims.Knobs(alpha_switch=1.0)))
-        return needle["needle"], f"{needle['softmax']:.3f}"
-    story = make_story(K=8, V=8, written=parsed)
-    c = claim_of(page, story)
-    return c.label.split(" ")[-1], c.shown
 
 
 @pytest.mark.parametrize("page", STAGES)

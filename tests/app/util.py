@@ -1,4 +1,6 @@
-"""Helpers for Streamlit AppTest: run a page inside the real app shell, read figures back as numpy."""
+"""Helpers for Streamlit AppTest: run a page inside the real app shell (or open it from a link), read figures back
+as numpy, find what a page renders that points outside the app, and the written story (issue 25) the story tests type
+in (tests/app/test_written_story_pages.py, tests/e2e/test_written_story.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,15 @@ import re
 from pathlib import Path
 
 import numpy as np
+from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
+from lineage.teach import claims
+from lineage.teach.story import make_story
+from lineage.teach.story_text import parse_story
+from tests.util import claim_of
 from ui import first_chart
+from ui.caps import caps
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60  # seconds per script run; generous for a loaded 2-core machine
@@ -79,6 +87,18 @@ def z_of(trace: dict) -> np.ndarray:
     return np.asarray(trace["z"], dtype=float)
 
 
+def frames_z(fig: dict, panel: int) -> np.ndarray:
+    """One panel's z in every frame of an animated figure dict, stacked: [frames, rows, columns]."""
+    return np.stack([z_of(frame["data"][panel]) for frame in fig["frames"]])
+
+
+def assert_fixed_colour_range(fig: dict) -> None:
+    """Every panel of an animated figure dict keeps one colour range across its frames."""
+    for i, first in enumerate(fig["data"]):
+        ranges = {(f["data"][i]["zmin"], f["data"][i]["zmax"]) for f in fig["frames"]}
+        assert ranges == {(first["zmin"], first["zmax"])}, f"panel {i} changes its colour range"
+
+
 def figure(at: AppTest, title_start: str) -> dict:
     """The one figure on the page whose title starts with ``title_start``."""
     figs = figures(at)
@@ -86,6 +106,17 @@ def figure(at: AppTest, title_start: str) -> dict:
     matches = [fig for fig, title in zip(figs, titles, strict=True) if title.startswith(title_start)]
     assert len(matches) == 1, f"expected one figure titled {title_start!r}…, got {titles}"
     return matches[0]
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    """The page's metrics, label -> value."""
+    return {m.label: m.value for m in at.metric}
+
+
+def checked(at: AppTest) -> str:
+    """The page's one line that checks the fast forms against the reference."""
+    (line,) = [c.value for c in at.caption if c.value.startswith("Checked")]
+    return line
 
 
 def rerun(at: AppTest) -> AppTest:
@@ -114,3 +145,79 @@ def markdown_table(at: AppTest, first_header: str) -> list[dict[str, str]]:
     found = [m.value for m in at.markdown if m.value.lstrip().startswith(f"| {first_header} |")]
     assert len(found) == 1, f"expected one Markdown table headed {first_header!r}, found {len(found)}"
     return parse_markdown_table(found[0])
+
+
+# ---- links: what a page renders that points outside the app -------------------------------------------------------
+
+# Streamlit renders Markdown with remark-gfm: CommonMark plus tables, strikethrough and bare-URL autolinks.
+MARKDOWN = MarkdownIt("commonmark", {"linkify": True}).enable(["linkify", "table", "strikethrough"])
+OUTSIDE = "ex.invalid"
+
+
+def outside_refs(markdown: str) -> list[str]:
+    """Every link, image or HTML in ``markdown`` that points outside the app, as Markdown parses it."""
+    found = []
+
+    def walk(tokens):
+        for token in tokens:
+            if token.type in ("link_open", "image") and OUTSIDE in str(token.attrs.get("href", token.attrs.get("src"))):
+                found.append(f"{token.type}: {token.attrs}")
+            if token.type in ("html_inline", "html_block") and OUTSIDE in token.content:
+                found.append(f"{token.type}: {token.content}")
+            walk(token.children or [])
+
+    walk(MARKDOWN.parse(markdown))
+    return found
+
+
+def open_link(url_path: str, params: dict[str, str]) -> AppTest:
+    """A fresh session opening ``/<url_path>?<params>`` (the shell's first run, then the page, as a browser does)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    if url_path == "home":
+        assert first_chart_probes(at)
+    else:
+        at.switch_page(f"app_pages/{url_path}.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def rendered_markdown(at: AppTest) -> list[str]:
+    """Everything a page shows as Markdown: messages, text, captions, metrics' labels and help."""
+    texts = []
+    for kind in ("warning", "error", "info", "success", "markdown", "caption", "title", "header", "subheader"):
+        texts += [e.value for e in getattr(at, kind)]
+    return texts
+
+
+# ---- a written story (issue 25) -------------------------------------------------------------------------------------
+
+TEXT = "*me = Al\nAda = Paris, Bo = Rome\n...\n|\nCy = tea, Cy = jazz, Cy = milk"
+LINEAR = ["linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda"]
+STAGES = ["gpt2", "kv_cache", *LINEAR, "hybrid"]
+
+
+def written(text: str = TEXT):
+    parsed, problems = parse_story(text, max_tokens=caps().T)
+    assert parsed is not None, problems
+    return parsed
+
+
+def expected_metric(page: str, text: str = TEXT) -> tuple[str, str]:
+    """(a word of the label, the value) the page's first metric should show for the written story."""
+    parsed = written(text)
+    n = len(parsed.tokens)
+    if page == "gpt2":  # 1 + 2 + … + n rows without a cache, n with one
+        return f"story's {n} tokens", f"{n * (n + 1) // 2:,} vs {n:,}"
+    if page == "kv_cache":  # head dim 16: a key and a value of 16 fp32 numbers per token
+        return f"story's {n} tokens", f"{n * 2 * 16 * 4:,} B"
+    if page == "hybrid":
+        story = make_story(K=claims.HYBRID_STATE_K, V=8, written=parsed)
+        needle = claims.hybrid_needle(story, claims.trace_story("kda", story, claims.Knobs(alpha_switch=1.0)))
+        return needle["needle"], f"{needle['softmax']:.3f}"
+    story = make_story(K=8, V=8, written=parsed)
+    c = claim_of(page, story)
+    return c.label.split(" ")[-1], c.shown

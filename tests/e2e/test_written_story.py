@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_written_story_pages import STAGES, TEXT, expected_metric, written
+from tests.app.util import STAGES, TEXT, expected_metric, written
 from tests.e2e.checks import LOAD_TIMEOUT_MS, assert_clean, wait_until_rendered
 from tests.e2e.conftest import watching
 

@@ -1,4 +1,6 @@
-"""The live runs behind the GPT-2, KV cache, linear attention and DeltaNet pages (lineage.teach.stage_runs)."""
+"""The live runs behind the stage pages (lineage.teach.stage_runs): GPT-2 and the KV cache, linear attention and
+DeltaNet, and the lineage helpers behind the gated pages (the decay mask is the parallel form's, the gate switches off
+exactly)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import torch
 
 from lineage.ops.kv_cache import KVCache
 from lineage.teach import stage_runs
+from tests.util import states
 
 
 def test_softmax_run_counts_rows_and_bytes_from_the_loops():
@@ -90,3 +93,41 @@ def test_chunk_size_sweep_times_every_power_of_two():
     assert stage_runs.chunk_flops(12, 4, 8) == 2 * 12 * 16 + 2 * 12 * 8 * 4
     with pytest.raises(ValueError, match="chunk_size must be >= 1"):
         stage_runs.chunk_size_sweep(T=8, D=4, chunk_sizes=[0], repeats=1)
+
+
+# ---- the gated stages ------------------------------------------------------------------------------------------
+
+
+def test_decay_mask_is_retention_reindexed_and_the_parallel_forms_mask():
+    run = stage_runs.run_stage("mamba2", 12, 4, 3, 1, stage_runs.GateRule(alpha=0.8, alpha_jitter=1.0), repeats=1)
+    mask = stage_runs.decay_mask(run.g)[:, :, 0]
+    ret = stage_runs.retention(run.g)[:, :, 0]
+    for x in range(12):
+        np.testing.assert_allclose(mask[x:, x], ret[x, : 12 - x], rtol=1e-12)
+    assert np.all(np.triu(mask, 1) == 0)
+    # state space duality: the parallel form's matrix is the mask times scale·QKᵀ
+    np.testing.assert_allclose(stage_runs.mixing_matrix(run), mask * run.scale * (run.q @ run.k.T), atol=1e-6)
+
+
+def test_decay_mask_of_a_wipe_keeps_only_the_diagonal():
+    run = stage_runs.run_stage("mamba2", 6, 3, 3, 0, stage_runs.GateRule(alpha=0.0), repeats=1)
+    np.testing.assert_array_equal(stage_runs.decay_mask(run.g)[:, :, 0], np.eye(6))
+    with pytest.raises(ValueError, match=r"g must be a non-empty \[T\] or \[T, K\] array"):
+        stage_runs.decay_mask(np.zeros((2, 2, 2)))
+
+
+def test_gate_off_gives_exactly_zero_log_gates():
+    rule = stage_runs.gate_off(stage_runs.GateRule(alpha=0.3, alpha_min=0.1, alpha_jitter=2.0))
+    assert not stage_runs.run_stage("kda", 5, 3, 3, 0, rule, repeats=1).g.any()
+
+
+def test_matched_scalar_rule_takes_the_channels_mean():
+    rule = stage_runs.matched_scalar_rule(stage_runs.GateRule(alpha=0.9, alpha_min=0.5, beta=0.3), 5)
+    assert rule.alpha == rule.alpha_min == pytest.approx(0.7) and rule.beta == 0.3
+
+
+def test_state_norms():
+    s = states(4)
+    np.testing.assert_allclose(stage_runs.state_norms(s), [np.linalg.norm(m) for m in s])
+    with pytest.raises(ValueError, match=r"states must be \[T, K, V\]"):
+        stage_runs.state_norms(s[0])

@@ -1,0 +1,45 @@
+"""The home page (app_pages/home.py): the lineage table, the GPT-2s-in-one-Kimi-K3 ratio, a link to every stage
+page and the bytes one layer of each stage holds, as ``lineage`` computes them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lineage import stages
+from lineage.measure import footprints
+from lineage.plots.memory import short_title
+from tests.app.util import figure, markdown_table, metrics, run_page
+from ui.nav import PAGES
+
+
+def test_home_page():
+    at = run_page("home")
+    rows = markdown_table(at, "Stage")
+    assert [r["Stage"] for r in rows] == [s.title for s in stages.all_stages()]
+    assert [r["Year"] for r in rows] == [str(s.year) for s in stages.all_stages()]
+    assert [r["Memory mechanism"] for r in rows] == [s.summary for s in stages.all_stages()]
+    assert [r["Problem solved"] for r in rows] == [s.problem_solved for s in stages.all_stages()]
+    assert [r["Cost introduced"] for r in rows] == [s.cost_introduced for s in stages.all_stages()]
+    assert not at.table and not at.dataframe  # the home page loads no Arrow table machinery before its chart
+
+    ratio = footprints.lineage_ratio()
+    assert metrics(at)["GPT-2s in one Kimi K3 (exact)"] == f"{ratio.ratio_to_computed:,.0f}"
+    assert metrics(at)["GPT-2s in one Kimi K3 (nominal)"] == f"{int(ratio.ratio_to_nominal):,}"  # the article's
+    assert any(f"**{int(ratio.ratio_to_nominal):,}**" in m.value for m in at.markdown)
+    assert any("secondary source" in c.value for c in at.caption)
+
+    registered = {entry.stage: entry for entry in PAGES if entry.stage}
+    links = {link.proto.page for link in at.get("page_link")}
+    assert links == {registered[s.key].url_path for s in stages.all_stages() if s.key in registered}
+    assert len(stages.grid()) == 6
+
+    chart = figure(at, "Bytes one layer holds")
+    for s in stages.all_stages():  # every stage on exactly one line (stages holding the same bytes share one)
+        (line,) = [trace for trace in chart["data"] if short_title(s.key) in trace["name"].split(" · ")]
+        np.testing.assert_array_equal(line["y"], footprints.memory_per_layer(s.key, np.asarray(line["x"])))
+    # the hybrid's saving against the same layers all MLA, drawn beside it (the article's "−75%")
+    (baseline,) = [trace for trace in chart["data"] if trace["name"].startswith("All-MLA")]
+    hybrid = next(trace for trace in chart["data"] if trace["name"] == "Hybrid")
+    cut = 1 - np.asarray(hybrid["y"])[-1] / np.asarray(baseline["y"])[-1]
+    assert any(f"−{cut:.1%} against all-MLA" in a["text"] for a in chart["layout"]["annotations"])
+    assert chart["layout"]["xaxis"]["type"] == chart["layout"]["yaxis"]["type"] == "log"

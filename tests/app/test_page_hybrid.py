@@ -1,0 +1,39 @@
+"""The hybrid page (app_pages/hybrid.py): the bytes every layer holds, per layer and while decoding, are what
+``lineage`` computes for the chosen schedule and context."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lineage import schedules
+from lineage.measure import footprints
+from lineage.models import hybrid
+from tests.app.util import figure, rerun, run_page, z_of
+
+
+def test_hybrid_page():
+    at = run_page("hybrid", hybrid_T=12)
+    schedule = schedules.periodic_schedule(8, 4)
+    trace = hybrid.decode_trace(hybrid.HybridConfig(schedule=schedule), 12, 0)
+    fp = footprints.footprint(footprints.kimi_linear_spec(schedule), 2**17)
+    bars = figure(at, "Kimi Linear shapes, 8 layers (2 MLA)")
+    np.testing.assert_array_equal(bars["data"][0]["y"], [layer.kv_cache_bytes for layer in fp.per_layer])
+    np.testing.assert_array_equal(bars["data"][1]["y"], [layer.state_bytes for layer in fp.per_layer])
+    heat = figure(at, "The same, every layer at every step")
+    np.testing.assert_array_equal(z_of(heat["data"][0]), trace.bytes.T)
+    decode = figure(at, "Bytes each layer holds while decoding")
+    assert [f["name"] for f in decode["frames"]] == [str(t + 1) for t in range(12)]
+    cache, state = decode["frames"][-1]["data"]
+    np.testing.assert_array_equal(cache["y"], trace.bytes[-1, [3, 7]])
+    np.testing.assert_array_equal(state["y"], trace.bytes[-1, [0, 1, 2, 4, 5, 6]])
+    assert any(f"{trace.max_err_vs_full:.1e}" in c.value for c in at.caption)
+
+    at.radio(key="hybrid_schedule").set_value("kimi")
+    at.slider(key="hybrid_T").set_value(4)
+    at.select_slider(key="hybrid_context").set_value(2**20)
+    rerun(at)
+    fp = footprints.footprint("kimi-linear-48b", 2**20)
+    bars = figure(at, "Kimi Linear 48B-A3B")
+    np.testing.assert_array_equal(bars["data"][0]["y"], [layer.kv_cache_bytes for layer in fp.per_layer])
+    trace = hybrid.decode_trace(hybrid.HybridConfig(schedule=schedules.KIMI_LINEAR_SCHEDULE), 4, 0)
+    np.testing.assert_array_equal(z_of(figure(at, "The same, every layer")["data"][0]), trace.bytes.T)
