@@ -12,46 +12,20 @@ from lineage import plots
 from lineage.device import device_info
 from lineage.models.lm import CONTROLS, MIXERS, LMConfig, learned_layers
 from lineage.train import findings, loop, sweep
+from lineage.train.findings import FRONT_END_TITLES, PLATEAU_TEXT
 from lineage.train.loop import LIVE_MIXERS, LIVE_MODEL, LIVE_TASK, LIVE_TRAINING, TrainConfig, TrainResult
-from lineage.train.tasks import TASK_TITLES, TASKS, TaskConfig, make_batch
+from lineage.train.tasks import TASK_SOURCES, TASK_TITLES, TASKS, TaskConfig, make_batch
 from ui import limits, links
-from ui.classroom import chart, controls_row, prose
-from ui.common import BUSY_TEXT, device_label, run_or_stop, seed, stop_page, what_to_notice
-from ui.common import caps as common_caps
+from ui.caps import caps as device_caps
+from ui.controls import controls_row
+from ui.display import chart, prose, what_to_notice
+from ui.running import BUSY_TEXT, run_or_stop, stop_page
+from ui.session import device_label, seed
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RECORD = findings.RECORD  # python -m lineage sweep data/learned_memory_grid_cpu.json --out …
 GRID = DATA / "learned_memory_grid.json"  # the whole grid, for a cluster; the record holds the part that fits a CPU
 CPU_GRID = DATA / "learned_memory_grid_cpu.json"
-
-# How each task here stands to the paper it comes from, shown under the task picker (the full comparison is in
-# lineage/train/tasks.py's docstring). The Kimi Linear report defines Palindrome, MQAR and Stack in §5.1, pp. 7–8.
-KIMI_SIZES = " The report trains on 256–2,048 tokens for up to 20,000 steps; the runs here are far smaller."
-TASK_SOURCES = {
-    "mqar": "MQAR as Zoology generates it (Arora et al. 2023, arXiv 2312.04927, §3): the pairs, then every key asked "
-    "once, at power-law distances; the DeltaNet paper (arXiv 2406.06484) trains on it too. The Kimi Linear report's "
-    "MQAR (arXiv 2510.26692, §5.1, Figure 4b) is laid out otherwise in its example: the pairs, a separator, then the "
-    "queried keys back to back. (Gated DeltaNet, arXiv 2412.06464, tests recall on RULER's needle tasks, S-NIAH, "
-    "not on MQAR.)",
-    "palindrome": "Palindrome as the Kimi Linear report defines it (arXiv 2510.26692, §5.1, Figure 4a): random tokens, "
-    "a separator, then the same tokens reversed. One difference: here the separator's position is scored too (its "
-    "answer is the token just before it), which the report's example leaves unscored — one easy position in every "
-    "T/2." + KIMI_SIZES,
-    "stack": "Stack as the Kimi Linear report defines it (arXiv 2510.26692, §5.1, Figure 4c), with two differences: "
-    f"{TaskConfig('stack').n_stacks} stacks here against its 64, and two tokens per operation (the operation and the "
-    "stack in one token, then the value) against its three (`<PUSH> 1 G`, `<POP> 0 E`). As there, every pop is "
-    "scored: the answer is the value on top of that stack." + KIMI_SIZES,
-}
-FRONT_END_TITLES = {
-    "conv": "the same short convolution on q, k, v for every mixer",
-    "none": "no convolution for any mixer (the ablation)",
-}
-PLATEAU_TEXT = (
-    "Every mixer first learns to guess *one of the values* in the context — accuracy near 1/N for N pairs — and sits "
-    "there until it can bind each value to the key just before it. The short convolution hands every position the "
-    "previous tokens, so with it that step comes early; without it the model must learn it from the position "
-    "embedding, which can take thousands of steps."
-)
 
 
 @st.cache_data(max_entries=2, ttl=3600, show_spinner=False)
@@ -68,23 +42,6 @@ def grid_size(mtime: float, path: str) -> int:
 
 def curves_of(results: dict[str, TrainResult]) -> dict:
     return {m: (r.eval_step, r.eval_accuracy) for m, r in results.items()}
-
-
-def sweep_lines(rows: list[findings.Summary], x_of) -> tuple[dict, dict, dict]:
-    """Chart lines from summaries: key -> (x, mean accuracy), key -> (lowest, highest), key -> name."""
-    points: dict[str, tuple[list, list]] = {}
-    spread: dict[str, tuple[list, list]] = {}
-    names: dict[str, str] = {}
-    for x in sorted(rows, key=x_of):
-        key = x.setting.mixer + ("" if x.setting.front_end == "conv" else f"/{x.setting.front_end}")
-        names[key] = findings.label(x.setting, plots.mixer_title)
-        points.setdefault(key, ([], []))
-        spread.setdefault(key, ([], []))
-        points[key][0].append(x_of(x))
-        points[key][1].append(x.mean)
-        spread[key][0].append(x.low)
-        spread[key][1].append(x.high)
-    return points, spread, names
 
 
 # --- the page -------------------------------------------------------------------------------------------------------
@@ -108,7 +65,7 @@ its front end alone; the ablation takes it off.
 """
 )
 
-caps = common_caps().training
+caps = device_caps().training
 cap_text = (
     f"Training is capped on {device_info().type} at {caps.steps:,} steps and {caps.seconds:.0f} s per mechanism, "
     f"{caps.mechanisms} mechanisms per press (so every run stays fast for everyone)."
@@ -124,7 +81,7 @@ def recorded_section(results: list[dict]) -> None:
     first = TrainResult.from_dict(results[0]["result"])
     T = first.task["seq_len"]
     st.subheader("The recorded sweep: accuracy against the number of pairs")
-    points, spread, names = sweep_lines(rows, lambda x: x.setting.n_pairs)
+    points, spread, names = findings.sweep_lines(rows, lambda x: x.setting.n_pairs, title)
     chart(
         plots.accuracy_sweep(
             points,
@@ -156,7 +113,9 @@ def recorded_section(results: list[dict]) -> None:
     for line in findings.paper_checks(summaries, title):
         st.markdown(f"- {line}")
     if (n := findings.capacity_pairs(summaries)) is not None:
-        cap_points, cap_spread, cap_names = sweep_lines(findings.by_width(summaries, n), findings.Summary.state_size)
+        cap_points, cap_spread, cap_names = findings.sweep_lines(
+            findings.by_width(summaries, n), findings.Summary.state_size, title
+        )
         chart(
             plots.accuracy_sweep(
                 cap_points,
@@ -170,25 +129,9 @@ def recorded_section(results: list[dict]) -> None:
             alt="Held-out accuracy against the numbers one layer carries, one line per mechanism, from the sweep.",
         )
         st.markdown(findings.capacity_sentence(summaries, title))
-    sessions = sorted({r["run"]["started"]: r["run"] for r in results}.items())
-    commands = list(dict.fromkeys(r["run"]["command"] for r in results))
     whole = grid_size(GRID.stat().st_mtime, str(GRID)) if GRID.exists() else 0
     cpu = grid_size(CPU_GRID.stat().st_mtime, str(CPU_GRID)) if CPU_GRID.exists() else 0
-    rest = (
-        f" The other {cpu - len(results)} were not run: the time this record had ran out (the same command resumes)."
-        if cpu > len(results)
-        else ""
-    )
-    run = sessions[0][1]
-    st.caption(
-        f"{len(results)} recorded points ({len(summaries)} setting{'s' if len(summaries) != 1 else ''}, each the best "
-        f"of its learning rates over its seeds) of the {cpu} in data/learned_memory_grid_cpu.json, the part of the "
-        f"whole grid (data/learned_memory_grid.json, {whole:,} points, for a cluster) meant for a 2-core CPU.{rest} "
-        f"Run in {len(sessions)} session{'s' if len(sessions) != 1 else ''} from {sessions[0][0]} on {run['machine']} "
-        f"({run['cpu_count']} cores, {run['runner']}, {first.threads} torch thread per point, load average "
-        f"{run['load_average'][0]:.1f} at the start: other work shared the machine), torch {first.torch_version}, "
-        "with " + " and ".join(f"`{c}`" for c in commands) + "."
-    )
+    st.caption(findings.record_caption(results, len(summaries), cpu, whole))
     with st.expander("Each recorded setting: learning rates, seeds, steps, why each stopped"):
         st.markdown(
             "\n".join(
@@ -200,14 +143,7 @@ def recorded_section(results: list[dict]) -> None:
         )
 
     st.markdown("**Re-run a recorded point here**, with its recorded config and seed (within the training cap below):")
-    points_by_label = {}
-    for r in results:
-        t = TrainResult.from_dict(r["result"])
-        front = findings.label(findings.Setting(t.mixer, t.model["front_end"], "", 0, 0, 0), title)
-        points_by_label[
-            f"{front}, {t.task['n_pairs']} pairs, width {t.model['d_model']}, lr {t.train['lr']:g}, seed {t.seed} "
-            f"({t.accuracy:.0%})"
-        ] = t
+    points_by_label = {findings.point_label(r["result"], title): TrainResult.from_dict(r["result"]) for r in results}
     left, right = controls_row([4, 1])
     picked = points_by_label[left.selectbox("Recorded point", list(points_by_label), key="learned_memory_point")]
     if not right.button("Re-run it", key="learned_memory_rerun"):
@@ -226,18 +162,7 @@ def recorded_section(results: list[dict]) -> None:
     bar.empty()
     n = min(len(again.loss), len(picked.loss))
     same = bool(np.allclose(again.loss[:n], picked.loss[:n], rtol=1e-4, atol=1e-5))
-    cut = "" if steps == picked.steps else f" (the first {steps} of its {picked.steps} steps: the cap here)"
-    st.markdown(
-        f"Re-run{cut}: held-out accuracy **{again.accuracy:.1%}** after {again.steps} steps in "
-        f"{again.wall_seconds:.1f} s on {device_label()}; recorded {picked.accuracy:.1%} after {picked.steps} "
-        "steps. "
-        + (
-            f"The training losses of all {n} steps match the recorded ones."
-            if same
-            else f"The training losses differ from the recorded ones within the first {n} steps: another CPU or "
-            "torch build rounds some matrix products differently, and training amplifies that."
-        )
-    )
+    st.markdown(findings.rerun_sentence(again, picked, steps, device_label(), n, same))
 
 
 if recorded:
@@ -293,15 +218,7 @@ front_end = h.selectbox(
 pressed = g.button("Train", type="primary", key="learned_memory_train")
 st.caption(TASK_SOURCES[task_key])
 
-problems = []
-if steps > caps.steps:
-    problems.append(f"{steps:,} steps asked for; the cap here is {caps.steps:,}")
-if seconds > caps.seconds:
-    problems.append(f"{seconds:.0f} s per mechanism asked for; the cap here is {caps.seconds:.0f} s")
-if len(chosen) > caps.mechanisms:
-    problems.append(f"{len(chosen)} mechanisms chosen; one press trains at most {caps.mechanisms}")
-if not chosen:
-    problems.append("no mechanism chosen")
+problems = findings.training_problems(steps, seconds, chosen, caps)
 
 model_cfg = LIVE_MODEL
 trained: dict = st.session_state.setdefault(TRAINED_KEY, {})
@@ -368,19 +285,8 @@ if trained:
         key="learned_memory_curves",
         alt="Held-out accuracy against training step, one line per mechanism trained here.",
     )
-    best = max(results.values(), key=lambda r: r.accuracy)
     st.markdown(
-        " ".join(
-            f"{plots.mixer_title(m)}: {r.accuracy:.1%} after {r.steps} steps ({r.wall_seconds:.1f} s"
-            + (f", reached the {r.train['target_accuracy']:.0%} target)." if r.solved else ").")
-            for m, r in results.items()
-        )
-        + f" Chance is {task.chance:.1%}; "
-        + (
-            f"{plots.mixer_title(best.mixer)} learned most."
-            if best.accuracy >= 2 * task.chance
-            else "none is clear of chance yet: more steps, or fewer pairs."
-        )
+        findings.live_sentence(results, task.chance, plots.mixer_title)
         + f" Trained live, {device_label()}, with {FRONT_END_TITLES[trained['front_end']]}."
     )
     if task.task == "mqar" and (flat := findings.on_plateau(results.values(), task.n_pairs)):
@@ -412,11 +318,7 @@ if trained:
         tokens = [str(t) for t in example.tokens[0].tolist()]
         if layer.alpha is not None and layer.alpha.ndim == 3:
             alpha = layer.alpha[head]  # [T, K]
-            slow, fast = int(alpha.mean(0).argmax()), int(alpha.mean(0).argmin())
-            st.markdown(
-                f"Its gates are one per key channel: channel {slow} keeps {alpha[:, slow].mean():.2f} of its row per "
-                f"token on average, channel {fast} only {alpha[:, fast].mean():.2f} — learned, not set."
-            )
+            st.markdown(findings.channel_gates_sentence(alpha))
             chart(
                 plots.gates_by_channel(alpha, title=f"Learned α per key channel, head {head}, every token"),
                 key="learned_memory_gates",

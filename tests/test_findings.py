@@ -188,3 +188,78 @@ def test_a_drop_the_cache_shares_is_not_called_running_out_of_room():
     assert "At width 16 softmax fails too (13%)" in said and "do not show them running out of room" in said
     runs[2] = fake("softmax", 0.995, pairs=8, width=16)
     assert "fails too" not in findings.capacity_sentence(findings.summarise(runs), title)
+
+
+# ---- the Learned memory page's sentences, computed here rather than in the page ------------------------------------
+
+
+def test_sweep_lines_give_each_mechanism_and_front_end_its_own_line_in_x_order():
+    runs = [fake("deltanet", 0.9, pairs=8), fake("deltanet", 0.99, pairs=4), fake("deltanet", 0.3, front_end="none")]
+    points, spread, names = findings.sweep_lines(
+        findings.summarise(runs), lambda x: x.setting.n_pairs, lambda m: m.upper()
+    )
+    assert points == {"deltanet": ([4, 8], [0.99, 0.9]), "deltanet/none": ([4], [0.3])}
+    assert spread["deltanet"] == ([0.99, 0.9], [0.99, 0.9])  # one seed: lowest = highest = the mean
+    assert names["deltanet"].startswith("DELTANET") and names["deltanet/none"] != names["deltanet"]
+
+
+def _record_line(result, started="2026-12-01T00:00:00", command="python -m lineage sweep g.json --out r.jsonl"):
+    run = dict(started=started, command=command, machine="x86_64", cpu_count=2, runner="local pool of 1")
+    return dict(run=run | dict(load_average=[3.14, 0, 0]), result=result | dict(threads=1, torch_version="2.13.0"))
+
+
+def test_the_record_caption_counts_points_sessions_and_commands_from_the_record():
+    lines = [_record_line(fake("kda", 0.9)), _record_line(fake("kda", 0.8, seed=1), started="2026-12-02T00:00:00")]
+    said = findings.record_caption(lines, 1, cpu=64, whole=1000)
+    assert said.startswith("2 recorded points (1 setting,") and "of the 64 in" in said and "1,000 points" in said
+    assert "The other 62 were not run" in said and "Run in 2 sessions from 2026-12-01T00:00:00" in said
+    assert "load average 3.1" in said and said.count("`python -m lineage sweep g.json --out r.jsonl`") == 1
+    assert "were not run" not in findings.record_caption(lines, 1, cpu=2, whole=2)
+
+
+def test_a_recorded_point_is_labelled_by_what_sets_it_apart():
+    said = findings.point_label(fake("kda", 0.875, pairs=8, lr=3e-3, seed=1, width=16), title)
+    assert said.endswith("8 pairs, width 16, lr 0.003, seed 1 (88%)") and said.startswith("kda")
+
+
+class _Result:
+    def __init__(self, mixer, accuracy, steps=100, solved=False):
+        self.mixer, self.accuracy, self.steps, self.solved = mixer, accuracy, steps, solved
+        self.wall_seconds, self.train = 1.5, {"target_accuracy": 0.99}
+
+
+def test_the_live_sentence_names_who_learned_most_only_when_clear_of_chance():
+    said = findings.live_sentence(
+        {"kda": _Result("kda", 0.995, solved=True), "softmax": _Result("softmax", 0.4)}, 0.25, title
+    )
+    assert "kda: 99.5% after 100 steps (1.5 s, reached the 99% target)." in said and "kda learned most." in said
+    said = findings.live_sentence({"kda": _Result("kda", 0.3)}, 0.25, title)
+    assert "none is clear of chance yet" in said
+
+
+def test_the_rerun_sentence_says_whether_the_losses_match_and_where_the_cap_cut_it():
+    picked, again = _Result("kda", 0.99, steps=400), _Result("kda", 0.9, steps=200)
+    said = findings.rerun_sentence(again, picked, 200, "cpu", 200, True)
+    assert "(the first 200 of its 400 steps: the cap here)" in said and "all 200 steps match" in said
+    assert "differ from the recorded ones" in findings.rerun_sentence(again, picked, 400, "cpu", 200, False)
+
+
+def test_the_channel_gate_sentence_finds_the_slowest_and_fastest_channel():
+    import numpy as np
+
+    alpha = np.array([[0.5, 0.99, 0.1], [0.5, 0.97, 0.3]])
+    assert findings.channel_gates_sentence(alpha).startswith(
+        "Its gates are one per key channel: channel 1 keeps 0.98 of its row per token on average, channel 2 only 0.20"
+    )
+
+
+def test_a_press_over_the_caps_is_refused_with_every_reason():
+    caps = type("Caps", (), dict(steps=300, seconds=60.0, mechanisms=3))
+    assert findings.training_problems(300, 60.0, ["kda"], caps) == []
+    said = findings.training_problems(301, 61.0, ["a", "b", "c", "d"], caps)
+    assert said == [
+        "301 steps asked for; the cap here is 300",
+        "61 s per mechanism asked for; the cap here is 60 s",
+        "4 mechanisms chosen; one press trains at most 3",
+    ]
+    assert findings.training_problems(1, 1.0, [], caps) == ["no mechanism chosen"]

@@ -1,6 +1,5 @@
 """What a recorded sweep (:mod:`lineage.train.sweep`) shows, computed from its results: each setting's best learning
-rate
-with every seed's accuracy and their spread, and the Learned memory page's sentences, each naming its evidence.
+rate with every seed's accuracy and their spread, and the Learned memory page's sentences, each naming its evidence.
 
 A *setting* is one mechanism and front end at one task size and width; the sweep trains it at several learning
 rates and seeds. As in Zoology (Arora et al. 2023), a setting is reported at its best learning rate: the one with the
@@ -448,3 +447,126 @@ def memory_caption(summaries: Sequence[Summary], title) -> str:
 def on_plateau(results: Iterable, n_pairs: int) -> list:
     """The TrainResults (of one MQAR task with ``n_pairs``) that ended short of the target near 1/``n_pairs``."""
     return [r for r in results if not r.solved and abs(r.accuracy - 1 / n_pairs) < PLATEAU]
+
+
+# ---- the Learned memory page's words and sentences, apart from the page so they can be tested ----------------------
+
+FRONT_END_TITLES = {
+    "conv": "the same short convolution on q, k, v for every mixer",
+    "none": "no convolution for any mixer (the ablation)",
+}
+PLATEAU_TEXT = (
+    "Every mixer first learns to guess *one of the values* in the context — accuracy near 1/N for N pairs — and sits "
+    "there until it can bind each value to the key just before it. The short convolution hands every position the "
+    "previous tokens, so with it that step comes early; without it the model must learn it from the position "
+    "embedding, which can take thousands of steps."
+)
+
+
+def sweep_lines(rows: Sequence[Summary], x_of, title) -> tuple[dict, dict, dict]:
+    """Chart lines from summaries: key -> (x, mean accuracy), key -> (lowest, highest seed), key -> name. A setting
+    without the convolution gets its own line (key ``mixer/none``)."""
+    points: dict[str, tuple[list, list]] = {}
+    spread: dict[str, tuple[list, list]] = {}
+    names: dict[str, str] = {}
+    for x in sorted(rows, key=x_of):
+        key = x.setting.mixer + ("" if x.setting.front_end == "conv" else f"/{x.setting.front_end}")
+        names[key] = label(x.setting, title)
+        points.setdefault(key, ([], []))
+        spread.setdefault(key, ([], []))
+        points[key][0].append(x_of(x))
+        points[key][1].append(x.mean)
+        spread[key][0].append(x.low)
+        spread[key][1].append(x.high)
+    return points, spread, names
+
+
+def record_caption(results: Sequence[dict], n_settings: int, cpu: int, whole: int) -> str:
+    """Where the record comes from: how many points of which grid, the sessions, the machine and its load, the
+    commands. ``results`` are the record's lines; ``cpu`` and ``whole`` the sizes of the CPU grid and the whole grid."""
+    sessions = sorted({r["run"]["started"]: r["run"] for r in results}.items())
+    commands = list(dict.fromkeys(r["run"]["command"] for r in results))
+    first = results[0]["result"]
+    run = sessions[0][1]
+    rest = (
+        f" The other {cpu - len(results)} were not run: the time this record had ran out (the same command resumes)."
+        if cpu > len(results)
+        else ""
+    )
+    return (
+        f"{len(results)} recorded points ({n_settings} setting{'s' if n_settings != 1 else ''}, each the best "
+        f"of its learning rates over its seeds) of the {cpu} in data/learned_memory_grid_cpu.json, the part of the "
+        f"whole grid (data/learned_memory_grid.json, {whole:,} points, for a cluster) meant for a 2-core CPU.{rest} "
+        f"Run in {len(sessions)} session{'s' if len(sessions) != 1 else ''} from {sessions[0][0]} on {run['machine']} "
+        f"({run['cpu_count']} cores, {run['runner']}, {first['threads']} torch thread per point, load average "
+        f"{run['load_average'][0]:.1f} at the start: other work shared the machine), torch {first['torch_version']}, "
+        "with " + " and ".join(f"`{c}`" for c in commands) + "."
+    )
+
+
+def point_label(result: dict, title) -> str:
+    """One recorded point in the re-run picker: mechanism and front end, size, width, learning rate, seed, result."""
+    m, t = result["model"], result["task"]
+    front = label(Setting(m["mixer"], m["front_end"], "", 0, 0, 0), title)
+    return (
+        f"{front}, {t['n_pairs']} pairs, width {m['d_model']}, lr {result['train']['lr']:g}, seed {result['seed']} "
+        f"({result['accuracy']:.0%})"
+    )
+
+
+def live_sentence(results: dict, chance: float, title) -> str:
+    """What a live training press reached, mechanism by mechanism, against chance (``results``: mixer -> result)."""
+    best = max(results.values(), key=lambda r: r.accuracy)
+    return (
+        " ".join(
+            f"{title(m)}: {r.accuracy:.1%} after {r.steps} steps ({r.wall_seconds:.1f} s"
+            + (f", reached the {r.train['target_accuracy']:.0%} target)." if r.solved else ").")
+            for m, r in results.items()
+        )
+        + f" Chance is {chance:.1%}; "
+        + (
+            f"{title(best.mixer)} learned most."
+            if best.accuracy >= 2 * chance
+            else "none is clear of chance yet: more steps, or fewer pairs."
+        )
+    )
+
+
+def rerun_sentence(again, picked, steps: int, where: str, n_same: int, same: bool) -> str:
+    """A recorded point trained again here (``again``) against its record (``picked``), over their first ``n_same``
+    training losses; ``steps`` is how far the cap let it go, ``where`` the device."""
+    cut = "" if steps == picked.steps else f" (the first {steps} of its {picked.steps} steps: the cap here)"
+    return (
+        f"Re-run{cut}: held-out accuracy **{again.accuracy:.1%}** after {again.steps} steps in "
+        f"{again.wall_seconds:.1f} s on {where}; recorded {picked.accuracy:.1%} after {picked.steps} steps. "
+        + (
+            f"The training losses of all {n_same} steps match the recorded ones."
+            if same
+            else f"The training losses differ from the recorded ones within the first {n_same} steps: another CPU or "
+            "torch build rounds some matrix products differently, and training amplifies that."
+        )
+    )
+
+
+def channel_gates_sentence(alpha) -> str:
+    """A learned per-channel gate (``alpha``: [T, K], one head) in words: its slowest and fastest channel."""
+    mean = alpha.mean(0)
+    slow, fast = int(mean.argmax()), int(mean.argmin())
+    return (
+        f"Its gates are one per key channel: channel {slow} keeps {alpha[:, slow].mean():.2f} of its row per "
+        f"token on average, channel {fast} only {alpha[:, fast].mean():.2f} — learned, not set."
+    )
+
+
+def training_problems(steps: int, seconds: float, chosen: Sequence[str], caps) -> list[str]:
+    """Why a press of Train is refused, against the device's training caps (``caps``: steps, seconds, mechanisms)."""
+    problems = []
+    if steps > caps.steps:
+        problems.append(f"{steps:,} steps asked for; the cap here is {caps.steps:,}")
+    if seconds > caps.seconds:
+        problems.append(f"{seconds:.0f} s per mechanism asked for; the cap here is {caps.seconds:.0f} s")
+    if len(chosen) > caps.mechanisms:
+        problems.append(f"{len(chosen)} mechanisms chosen; one press trains at most {caps.mechanisms}")
+    if not chosen:
+        problems.append("no mechanism chosen")
+    return problems
