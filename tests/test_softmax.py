@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -9,8 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from lineage.ops import softmax as softmax_module
 from lineage.ops.io_cost import standard_attention_io_bytes
 from lineage.ops.kv_cache import KVCache
+from lineage.ops.recurrence import default_chunk_size
 from lineage.ops.softmax import (
     CausalSelfAttention,
     decode_cached,
@@ -97,7 +100,7 @@ def test_chunk_equals_parallel_for_every_block_size(block, dtype, causal):
 
 def test_parallel_matches_torch_sdpa_with_gqa():
     q, k, v = make_qkv(2, 6, 2, 29, 16, 16, torch.float64, seed=3)
-    o, _ = softmax_attention(q, k, v, scale=0.3)
+    o, _ = softmax_attention(q, k, v, scale=0.3, mode="parallel")
     assert_close(o, F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3, enable_gqa=True))
 
 
@@ -151,9 +154,108 @@ def test_decode_step_equals_parallel():
     q, k, v = make_qkv(2, 4, 2, 21, 8, 8, torch.float32, seed=7)
     cache = KVCache(2, 2, 8, 8, dtype=torch.float32, capacity=1)
     outs = [decode_step(q[:, :, t : t + 1], k[:, :, t : t + 1], v[:, :, t : t + 1], cache) for t in range(21)]
-    o, _ = softmax_attention(q, k, v)
+    o, _ = softmax_attention(q, k, v, mode="parallel")
     assert_close(torch.cat(outs, dim=2), o, torch.float32)
     assert cache.length == 21
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The package's op convention: defaults, the device's chunk size, v's dtype; the three mode functions
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_defaults_follow_the_package_convention():
+    params = inspect.signature(softmax_attention).parameters
+    assert params["mode"].default == "chunk"
+    assert params["chunk_size"].default is None
+    assert params["scale"].default is None and params["initial_state"].default is None
+    assert params["output_final_state"].default is False
+
+
+@pytest.fixture
+def tiled_block_sizes(monkeypatch):
+    """Record the block size C of every call of the tiled form (the "chunk" mode)."""
+    seen, tiled = [], softmax_module._tiled
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["C"])
+        return tiled(*args, **kwargs)
+
+    monkeypatch.setattr(softmax_module, "_tiled", spy)
+    return seen
+
+
+def test_default_mode_is_chunk_with_the_devices_chunk_size(tiled_block_sizes):
+    q, k, v = make_qkv(2, 4, 2, 45, 8, 8, torch.float32, seed=11)
+    o, state = softmax_attention(q, k, v)
+    C = default_chunk_size(q.device)
+    assert tiled_block_sizes == [C] and C == 32  # the tiled form ran, with the CPU's default
+    assert state is None
+    o_explicit, _ = softmax_attention(q, k, v, mode="chunk", chunk_size=C)
+    assert torch.equal(o, o_explicit)
+    assert_close(o, reference(q, k, v).float(), torch.float32)
+    softmax_attention(q, k, v, chunk_size=7)
+    softmax_attention(q, k, v, mode="parallel")  # no tiling here
+    assert tiled_block_sizes == [C, C, 7]
+
+
+def test_chunk_size_none_follows_the_device(monkeypatch, tiled_block_sizes):
+    monkeypatch.setattr(softmax_module, "default_chunk_size", lambda device: 5)
+    q, k, v = make_qkv(1, 2, 2, 12, 4, 4, seed=12)
+    o, _ = softmax_attention(q, k, v, chunk_size=None)
+    assert tiled_block_sizes == [5]
+    assert torch.equal(o, softmax_attention(q, k, v, mode="chunk", chunk_size=5)[0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "q_dtype, v_dtype",
+    [
+        (torch.float32, torch.float64),
+        (torch.float64, torch.float32),
+        (torch.bfloat16, torch.float32),
+        (torch.float32, torch.bfloat16),
+    ],
+    ids=["q32-v64", "q64-v32", "qbf16-v32", "q32-vbf16"],
+)
+def test_output_comes_back_in_vs_dtype(mode, q_dtype, v_dtype):
+    q, k, v = make_qkv(1, 4, 2, 19, 8, 6, seed=13)
+    q, k, v = q.to(q_dtype), k.to(v_dtype), v.to(v_dtype)
+    o, _ = softmax_attention(q, k, v, mode=mode, chunk_size=4)
+    assert o.dtype == v_dtype and o.shape == (1, 4, 19, 6)
+    # computed in fp64 when any input is fp64, else fp32: the only rounding is the inputs' and the final cast
+    want = reference(q, k, v).to(v_dtype)
+    assert_close(o, want, torch.bfloat16 if torch.bfloat16 in (q_dtype, v_dtype) else torch.float32)
+    if v_dtype == torch.float64:
+        assert_close(o, want)  # fp64 stays fp64
+
+
+MODE_FUNCTIONS = {
+    "parallel": lambda q, k, v, c, s, C: softmax_module._softmax_parallel(q, k, v, 0.4, True, s, True, c),
+    "chunk": lambda q, k, v, c, s, C: softmax_module._softmax_chunk(q, k, v, 0.4, True, s, True, c, C),
+    "recurrent": lambda q, k, v, c, s, C: softmax_module._softmax_recurrent(q, k, v, 0.4, s, True, c),
+}
+
+
+@pytest.mark.parametrize("N", [0, 9], ids=["no-cache", "cache9"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=DTYPE_NAME.get)
+def test_the_three_mode_functions_agree(N, dtype):
+    q, k, v = make_qkv(2, 4, 2, 23, 8, 6, dtype, seed=14 + N)
+    past_k, past_v = make_qkv(2, 2, 2, max(N, 1), 8, 6, dtype, seed=99)[1:]
+    past = KVCache.from_tensors(past_k[:, :, :N], past_v[:, :, :N]) if N else None
+    results = {name: fn(q, k, v, dtype, past, 5) for name, fn in MODE_FUNCTIONS.items()}
+    want = reference(q, k, v, scale=0.4, past_k=past_k[:, :, :N] if N else None, past_v=past_v[:, :, :N] if N else None)
+    for name, (o, cache) in results.items():
+        assert o.dtype == dtype, f"{name} returns the compute dtype; the dispatcher casts"
+        assert_close(o, want.to(dtype), dtype, what=name)
+        assert_close(o, results["parallel"][0], dtype, what=f"{name} vs parallel")
+        assert cache.length == N + 23
+        assert torch.equal(cache.keys[:, :, N:], k) and torch.equal(cache.values[:, :, N:], v)
+    if past is not None:
+        assert past.length == N, "the mode functions must not modify initial_state"
+    for name in MODES:  # and the dispatcher returns exactly what its mode function computed
+        o, _ = softmax_attention(q, k, v, scale=0.4, initial_state=past, mode=name, chunk_size=5)
+        assert torch.equal(o, results[name][0])
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -211,7 +313,7 @@ def test_tiled_io_matches_the_blocks_the_algorithm_visits(causal):
 def test_trace_softmax_records_rows_outputs_and_cache_bytes():
     q, k, v = make_qkv(2, 3, 3, 17, 8, 6, torch.float32, seed=9)
     tr = trace_softmax(q, k, v)
-    o, _ = softmax_attention(q, k, v)
+    o, _ = softmax_attention(q, k, v, mode="parallel")
     T = 17
     np.testing.assert_allclose(tr.outputs, o[0, 0].double().numpy(), atol=1e-5)
     s = q[0, 0].double() @ k[0, 0].double().T * 8**-0.5

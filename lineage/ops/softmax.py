@@ -44,6 +44,7 @@ import torch.nn as nn
 from lineage import checks
 from lineage.ops.io_cost import IOCount, standard_attention_io_bytes, tiled_attention_io_bytes
 from lineage.ops.kv_cache import KVCache, check_cache
+from lineage.ops.recurrence import default_chunk_size
 
 __all__ = [
     "CausalSelfAttention",
@@ -171,6 +172,69 @@ def _tiled(q, k, v, scale: float, causal: bool, offset: int, C: int, record: boo
 
 
 # ----------------------------------------------------------------------------------------------------------------
+# The three modes, one function each (arguments already checked; o comes back in the compute dtype cd)
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _cache_copy(initial_state: KVCache | None, k: torch.Tensor, v: torch.Tensor) -> KVCache:
+    """A copy of ``initial_state`` (never modified), or an empty KVCache in k's dtype and device."""
+    if initial_state is not None:
+        return initial_state.clone()
+    B, Hkv, _, K = k.shape
+    return KVCache(B, Hkv, K, v.shape[3], dtype=k.dtype, device=k.device)
+
+
+def _past_and_new(k, v, initial_state: KVCache | None, cd: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """The cache's N earlier keys and values followed by the T new ones, in cd: k_all [B, Hkv, N + T, K],
+    v_all [B, Hkv, N + T, V], and N."""
+    k_all, v_all = k.to(cd), v.to(cd)
+    N = initial_state.length if initial_state is not None else 0
+    if N:
+        k_all = torch.cat([initial_state.keys.to(cd), k_all], dim=2)  # (B, Hkv, N + T, K)
+        v_all = torch.cat([initial_state.values.to(cd), v_all], dim=2)  # (B, Hkv, N + T, V)
+    return k_all, v_all, N
+
+
+def _final_cache(initial_state: KVCache | None, k, v, output_final_state: bool) -> KVCache | None:
+    """With ``output_final_state``, a new KVCache holding the N cached and the T new tokens; else None."""
+    if not output_final_state:
+        return None
+    final = _cache_copy(initial_state, k, v)
+    final.append(k, v)
+    return final
+
+
+def _softmax_parallel(q, k, v, scale: float, causal: bool, initial_state, output_final_state: bool, cd):
+    """mode="parallel": materialise the T × (N + T) scores, mask, softmax (GPT-2's form). Returns (o in cd, cache)."""
+    k_all, v_all, N = _past_and_new(k, v, initial_state, cd)
+    o, _ = _attend(q.to(cd), k_all, v_all, scale, causal, offset=N)
+    return o, _final_cache(initial_state, k, v, output_final_state)
+
+
+def _softmax_chunk(q, k, v, scale: float, causal: bool, initial_state, output_final_state: bool, cd, C: int):
+    """mode="chunk": FlashAttention's tiling, query and key blocks of C with an online softmax. Returns (o in cd,
+    cache)."""
+    k_all, v_all, N = _past_and_new(k, v, initial_state, cd)
+    o, _, _, _ = _tiled(q.to(cd), k_all, v_all, scale, causal, offset=N, C=C)
+    return o, _final_cache(initial_state, k, v, output_final_state)
+
+
+def _softmax_recurrent(q, k, v, scale: float, initial_state, output_final_state: bool, cd):
+    """mode="recurrent" (causal only): append k_t, v_t to a copy of the cache, attend q_t to all of it, t = 0 … T − 1.
+    Returns (o in cd, cache)."""
+    B, H, T, _ = q.shape
+    cache = _cache_copy(initial_state, k, v)
+    o = torch.empty((B, H, T, v.shape[3]), dtype=cd, device=q.device)
+    for t in range(T):
+        cache.append(k[:, :, t : t + 1], v[:, :, t : t + 1])
+        o_t, _ = _attend(
+            q[:, :, t : t + 1].to(cd), cache.keys.to(cd), cache.values.to(cd), scale, True, offset=cache.length - 1
+        )
+        o[:, :, t : t + 1] = o_t
+    return o, (cache if output_final_state else None)
+
+
+# ----------------------------------------------------------------------------------------------------------------
 # The public op
 # ----------------------------------------------------------------------------------------------------------------
 
@@ -184,16 +248,21 @@ def softmax_attention(
     causal: bool = True,
     initial_state: KVCache | None = None,
     output_final_state: bool = False,
-    mode: str = "parallel",
-    chunk_size: int = 64,
+    mode: str = "chunk",
+    chunk_size: int | None = None,
 ) -> tuple[torch.Tensor, KVCache | None]:
     """Scaled dot-product attention, o_t = Σ_s softmax_s(scale · q_t · k_s) v_s, in three equivalent forms.
 
+    The package's op convention (``lineage.__init__``) with what differs for softmax attention: no g or beta (there
+    is no write rule); an extra ``causal``; and the state is not a fixed [B, H, K, V] matrix but the KVCache of every
+    earlier key and value, which grows with the context.
+
     Modes:
+        "chunk"      (default) FlashAttention's tiling: query and key blocks of ``chunk_size`` with an online
+                     softmax — the package's "chunk" form, the score matrix never materialised whole.
         "parallel"   materialise the T × (N + T) scores, mask, softmax (GPT-2's form).
         "recurrent"  decode token by token: append k_t, v_t to a KVCache, attend q_t to the whole cache.
                      Causal only (a token cannot attend to keys that have not arrived).
-        "chunk"      FlashAttention's tiling: query and key blocks of ``chunk_size`` with an online softmax.
 
     Args:
         q: [B, H, T, K].
@@ -204,14 +273,16 @@ def softmax_attention(
         initial_state: a KVCache of N earlier tokens; the T new queries sit at positions N .. N + T − 1 and attend
             to the cache and the new keys. It is not modified.
         output_final_state: also return a new KVCache holding all N + T tokens (in the cache's / k's dtype).
-        mode, chunk_size: see above (chunk_size is the block size of "chunk").
+        mode: see above.
+        chunk_size: the block size of "chunk" (checked in every mode); None is the device's,
+            :func:`lineage.ops.recurrence.default_chunk_size` of q's device (64 on a GPU, 32 on a CPU).
 
     Returns:
-        o [B, H, T, V] in q's dtype (computed in fp32, fp64 stays fp64), and the KVCache or None.
+        o [B, H, T, V] in v's dtype (computed in fp32, fp64 stays fp64), and the KVCache or None.
     """
     B, H, Hkv, T, K, V = _check_gqa(q, k, v)
     checks.mode(mode)
-    checks.chunk_size(chunk_size)
+    C = default_chunk_size(q.device) if chunk_size is None else checks.chunk_size(chunk_size)
     scale = checks.scale(scale, K)
     checks.boolean("causal", causal)
     checks.boolean("output_final_state", output_final_state)
@@ -222,45 +293,13 @@ def softmax_attention(
             "use mode='parallel' or 'chunk'"
         )
     cd = checks.compute_dtype(q, k, v)
-    N = initial_state.length if initial_state is not None else 0
-
     if mode == "recurrent":
-        cache = (
-            initial_state.clone()
-            if initial_state is not None
-            else KVCache(B, Hkv, K, V, dtype=k.dtype, device=k.device)
-        )
-        o = torch.empty((B, H, T, V), dtype=cd, device=q.device)
-        for t in range(T):
-            cache.append(k[:, :, t : t + 1], v[:, :, t : t + 1])
-            o_t, _ = _attend(
-                q[:, :, t : t + 1].to(cd),
-                cache.keys.to(cd),
-                cache.values.to(cd),
-                scale,
-                causal,
-                offset=cache.length - 1,
-            )
-            o[:, :, t : t + 1] = o_t
-        return o.to(q.dtype), (cache if output_final_state else None)
-
-    k_all, v_all = k.to(cd), v.to(cd)
-    if N:
-        k_all = torch.cat([initial_state.keys.to(cd), k_all], dim=2)  # (B, Hkv, N + T, K)
-        v_all = torch.cat([initial_state.values.to(cd), v_all], dim=2)  # (B, Hkv, N + T, V)
-    if mode == "parallel":
-        o, _ = _attend(q.to(cd), k_all, v_all, scale, causal, offset=N)
+        o, final = _softmax_recurrent(q, k, v, scale, initial_state, output_final_state, cd)
+    elif mode == "parallel":
+        o, final = _softmax_parallel(q, k, v, scale, causal, initial_state, output_final_state, cd)
     else:
-        o, _, _, _ = _tiled(q.to(cd), k_all, v_all, scale, causal, offset=N, C=chunk_size)
-    final = None
-    if output_final_state:
-        final = (
-            initial_state.clone()
-            if initial_state is not None
-            else KVCache(B, Hkv, K, V, dtype=k.dtype, device=k.device)
-        )
-        final.append(k, v)
-    return o.to(q.dtype), final
+        o, final = _softmax_chunk(q, k, v, scale, causal, initial_state, output_final_state, cd, C)
+    return o.to(v.dtype), final
 
 
 def decode_step(
@@ -496,7 +535,7 @@ class CausalSelfAttention(nn.Module):
         v = v.view(B, T, Hkv, hd).transpose(1, 2)  # (B, Hkv, T, hd)
         if cache is None and not use_cache:
             with checks.values_checked():  # q, k, v are projections of the checked x
-                o, _ = softmax_attention(q, k, v)
+                o, _ = softmax_attention(q, k, v, mode="parallel")
         else:
             if cache is None:
                 cache = KVCache(B, Hkv, hd, hd, dtype=k.dtype, device=k.device)
