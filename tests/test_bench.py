@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from lineage.__main__ import main
+from lineage.inputs import GateDraw
 from lineage.measure import bench, timing
 from lineage.measure.bench import (
     BenchConfig,
-    GateDraw,
     busy_warning,
     chunk_flop_model,
     format_result,

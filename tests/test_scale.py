@@ -8,13 +8,20 @@ import pytest
 import torch
 
 from lineage import plots
+from lineage.inputs import layer_inputs
 from lineage.measure.timing import timed
-from lineage.mechanisms import linear_mechanisms
+from lineage.mechanisms import linear_mechanisms, mechanism
 from lineage.ops.recurrence import chunk_memory
 from lineage.teach import real_size
 
 LINEAR = [m.key for m in linear_mechanisms()]
 RTOL = 1e-5  # fp32: a state or norm built in a different order of the same fp32 sums
+
+
+def scale_inputs(key: str, T: int, H: int, K: int, seed: int) -> tuple:
+    """The inputs run_at_scale draws on a CPU: q, k, v, g, beta."""
+    x = layer_inputs(mechanism(key), H, T, K, torch.Generator().manual_seed(seed))
+    return x["q"], x["k"], x["v"], x["g"], x["beta"]
 
 
 def rel(a, b) -> float:
@@ -86,7 +93,7 @@ def test_the_summaries_are_those_of_one_call_over_the_whole_sequence(runs, key):
     """Recomputed independently: one call of the stage's op over all 200 tokens gives the outputs whose segment means
     and maxima the run reports, and prefixes of the sequence give the states it reports after each segment."""
     r, m = runs[key], next(m for m in linear_mechanisms() if m.key == key)
-    q, k, v, g, beta = real_size.make_inputs(key, 200, 3, 8, 5, "cpu")
+    q, k, v, g, beta = scale_inputs(key, 200, 3, 8, 5)
     o, _ = m.call(q, k, v, g, beta, chunk_size=8)
     norms = o[0, 0].norm(dim=-1).numpy()
     starts = np.concatenate([[0], r.segment_ends[:-1]])
@@ -105,7 +112,7 @@ def test_the_summaries_are_those_of_one_call_over_the_whole_sequence(runs, key):
 def test_the_first_steps_are_the_states_of_the_op_step_by_step(runs, key):
     r, m = runs[key], next(m for m in linear_mechanisms() if m.key == key)
     assert r.err_first < RTOL and r.err_segments < RTOL
-    q, k, v, g, beta = real_size.make_inputs(key, 200, 3, 8, 5, "cpu")
+    q, k, v, g, beta = scale_inputs(key, 200, 3, 8, 5)
     for t in (0, 6, r.n_first - 1):
         cut = (None if x is None else x[:1, :1, : t + 1] for x in (q, k, v, g, beta))
         _, S = m.call(*cut, mode="recurrent", output_final_state=True)
@@ -115,7 +122,7 @@ def test_the_first_steps_are_the_states_of_the_op_step_by_step(runs, key):
 @pytest.mark.parametrize("split", [8, 96, 192])
 def test_segment_by_segment_from_the_returned_state_is_one_chunk_memory_call(split):
     """The public contract the summaries rest on: any cut, the state carried over, gives one call's final state."""
-    q, k, v, g, beta = (None if x is None else x.double() for x in real_size.make_inputs("kda", 200, 2, 8, 1, "cpu"))
+    q, k, v, g, beta = (None if x is None else x.double() for x in scale_inputs("kda", 200, 2, 8, 1))
     _, whole = chunk_memory(q, k, v, g, beta, rule="delta", output_final_state=True, chunk_size=8)
     state = None
     for a, b in ((0, split), (split, 200)):
@@ -126,9 +133,9 @@ def test_segment_by_segment_from_the_returned_state_is_one_chunk_memory_call(spl
 
 def test_the_inputs_follow_the_seed_and_the_stages_gate():
     for m in linear_mechanisms():
-        a = real_size.make_inputs(m.key, 40, 2, 4, 3, "cpu")
-        b = real_size.make_inputs(m.key, 40, 2, 4, 3, "cpu")
-        c = real_size.make_inputs(m.key, 40, 2, 4, 4, "cpu")
+        a = scale_inputs(m.key, 40, 2, 4, 3)
+        b = scale_inputs(m.key, 40, 2, 4, 3)
+        c = scale_inputs(m.key, 40, 2, 4, 4)
         assert all(torch.equal(x, y) for x, y in zip(a[:3], b[:3], strict=True))
         assert not torch.equal(a[0], c[0])
         q, k, v, g, beta = a
@@ -149,7 +156,7 @@ def test_the_inputs_follow_the_seed_and_the_stages_gate():
 def test_the_timing_is_of_one_call_of_the_op():
     """The run's wall time is the same order as timing the op directly (a loose check: a shared machine drifts)."""
     r = real_size.run_at_scale("kda", 2048, 16, 2, chunk_size=32, repeats=3)
-    q, k, v, g, beta = real_size.make_inputs("kda", 2048, 2, 16, 0, "cpu")
+    q, k, v, g, beta = scale_inputs("kda", 2048, 2, 16, 0)
     m = next(m for m in linear_mechanisms() if m.key == "kda")
     direct = min(timed(lambda: m.call(q, k, v, g, beta, chunk_size=32), torch.device("cpu"))[1] for _ in range(3))
     assert r.repeats == 3 and direct / 5 < r.seconds < direct * 5
@@ -168,12 +175,12 @@ def test_the_timing_is_of_one_call_of_the_op():
         ({"first_steps": 0}, "first_steps must be >= 1"),
         ({"chunk_size": 0}, "chunk_size must be >= 1"),
         ({"repeats": 0}, "repeats must be >= 1"),
-        ({"stage_key": "softmax"}, "stage must be a linear-memory mechanism, got 'softmax'"),
-        ({"stage_key": "lstm"}, "mechanism must be one of .* got 'lstm'"),
+        ({"mechanism": "softmax"}, "mechanism must be a linear-memory mechanism, got 'softmax'"),
+        ({"mechanism": "lstm"}, "mechanism must be one of .* got 'lstm'"),
     ],
 )
 def test_bad_sizes_raise_a_value_error_naming_the_argument(kwargs, match):
-    args = {"stage_key": "kda", "T": 64, "K": 8, "heads": 2} | kwargs
+    args = {"mechanism": "kda", "T": 64, "K": 8, "heads": 2} | kwargs
     with pytest.raises(ValueError, match=match):
         real_size.run_at_scale(**args)
 

@@ -1,5 +1,6 @@
-"""What the tests share: for the numerical tests one comparison helper and one tolerance table, and one seeded recipe
-for the inputs of every linear-memory op (``make_inputs`` for a cell of the grid, ``stage_inputs`` for a mechanism);
+"""What the tests share: for the numerical tests one comparison helper and one tolerance table, and the package's seeded
+recipe for the inputs of every linear-memory op (``lineage.inputs.random_inputs``, with a gate of
+``lineage.inputs.RANDOM_GATE``: ``make_inputs`` for a cell of the grid, ``stage_inputs`` for a mechanism);
 for the figure tests the house rules every animation keeps, random states to draw, and every builder ready to build
 (``all_builders``); for the claims, the claim each stage makes on a story (``claim_of``)."""
 
@@ -7,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from lineage import plots
+from lineage.inputs import RANDOM_GATE, random_inputs
 from lineage.mechanisms import linear_mechanisms, mechanism
 from lineage.numerics import rel_rms
 from lineage.plots.core import TEXT_MAX_CELLS, TEXT_MAX_SIDE
@@ -39,28 +40,22 @@ GATED_STAGES = tuple(m.key for m in linear_mechanisms() if m.gate != "none")
 
 
 def make_inputs(B=2, H=3, T=37, K=8, V=6, *, rule="additive", gate="none", dtype=torch.float64, state=True, seed=0):
-    """Seeded inputs for one (rule, gate) cell, drawn in fp64 and then cast, so every dtype sees the same numbers.
-
-    Keys (and queries) are L2-normalised for the delta rule, so that I − β k kᵀ is a contraction. The log-gate
-    is logsigmoid(x + 2): per-step decays mostly between 0.7 and 0.99. β is uniform in [0, 1).
+    """Seeded inputs for one (rule, gate) cell, drawn in fp64 and then cast, so every dtype sees the same numbers: the
+    package's recipe (``lineage.inputs.random_inputs``: q ~ N(0, 1), unit keys, so that I − β k kᵀ is a
+    contraction, β uniform in [0, 1), a state ~ N(0, 1)), then the log-gate ``lineage.inputs.RANDOM_GATE``
+    (log σ(x + 2): per-step decays mostly between 0.7 and 0.99) from the same generator.
 
     Returns a dict with q, k [B, H, T, K], v [B, H, T, V], g ([B, H, T] | [B, H, T, K] | None),
     beta ([B, H, T] | None) and initial_state ([B, H, K, V] | None).
     """
     gen = torch.Generator().manual_seed(seed)
-
-    def randn(*shape):
-        return torch.randn(*shape, generator=gen, dtype=torch.float64)
-
-    q, k, v = randn(B, H, T, K), randn(B, H, T, K), randn(B, H, T, V)
-    if rule == "delta":
-        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+    x = random_inputs(B, H, T, K, V, gen)
     g_shape = {"none": None, "scalar": (B, H, T), "channel": (B, H, T, K)}[gate]
-    g = None if g_shape is None else F.logsigmoid(randn(*g_shape) + 2.0)
-    beta = torch.rand(B, H, T, generator=gen, dtype=torch.float64) if rule == "delta" else None
-    S0 = 0.5 * randn(B, H, K, V) if state else None
-    inputs = {"q": q, "k": k, "v": v, "g": g, "beta": beta, "initial_state": S0}
-    return {name: None if x is None else x.to(dtype) for name, x in inputs.items()}
+    g = None if g_shape is None else RANDOM_GATE.draw(g_shape, gen, dtype=torch.float64)
+    beta = x["beta"] if rule == "delta" else None
+    S0 = x["initial_state"] if state else None
+    inputs = {"q": x["q"], "k": x["k"], "v": x["v"], "g": g, "beta": beta, "initial_state": S0}
+    return {name: None if t is None else t.to(dtype) for name, t in inputs.items()}
 
 
 STAGES = tuple(m.key for m in linear_mechanisms())

@@ -14,6 +14,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from lineage.inputs import run_mechanism
 from lineage.mechanisms import linear_mechanisms, mechanism
 
 DTYPE = torch.float64  # clean numerics: "exact" means ~1e-16 here, so a 1e-6 threshold is a real test
@@ -236,7 +237,7 @@ def _softmax_reads(keys, values, cues):
     R = cues.shape[1]
     v_aug = torch.cat([values, torch.eye(T, dtype=DTYPE).expand(B, T, T)], dim=-1)  # (B, T, V + T)
     q = cues[:, :, None, :].expand(B, R, T, cues.shape[-1])  # (B, R, T, K)
-    o, _ = mechanism("softmax").op(q, keys[:, None], v_aug[:, None], scale=SHARP_SCALE, causal=True)
+    o, _ = mechanism("softmax").op(q, keys[:, None], v_aug[:, None], scale=SHARP_SCALE, causal=True, mode="parallel")
     return o[..., :V], o[..., V:].amax(dim=-1)
 
 
@@ -253,8 +254,10 @@ def run_mechanisms(
     Each cue gets its own head: all R heads receive the same writes (k_t, v_t, gates, β), and head r's query is
     cue r at every step, so the op's output o_t = S_tᵀ q_t at step t is "the read of cue r after t + 1 writes".
     The whole trajectory of reads comes from one call per mechanism. Every linear mechanism of the table runs
-    through :meth:`lineage.mechanisms.Mechanism.call` with the gate of its kind (scalar: α; per channel: the
-    slow/fast channels of :meth:`Gates.channel_alpha`) and β if it writes with the delta rule.
+    through :func:`lineage.inputs.run_mechanism` (the pages' one display path: the table's
+    :meth:`lineage.mechanisms.Mechanism.call`), in its bare form, with the gate of its kind (scalar: α; per channel:
+    the slow/fast channels of :meth:`Gates.channel_alpha`) and β if it writes with the delta rule. The softmax cache
+    is read by its op directly (:func:`_softmax_reads`): it has no state to run.
 
     Args:
         keys: [B, T, K] unit keys; values: [B, T, V]; cues: [B, R, K]
@@ -284,10 +287,10 @@ def run_mechanisms(
 
     def read(key: str) -> np.ndarray:
         if key == ELU1:  # the published form: ELU+1 feature map, normalised, the op's own scale
-            o, _ = mechanism("linear_attention").call(q, k, v, mode=MODE)
+            o, _ = run_mechanism(mechanism("linear_attention"), q, k, v, mode=MODE)
         else:  # the bare memory of the shared recurrence, S holding Σ k vᵀ exactly (scale 1)
             m = mechanism(key)
-            o, _ = m.call(q, k, v, g[m.gate], beta, scale=1.0, mode=MODE, **m.bare)
+            o, _ = run_mechanism(m, q, k, v, g[m.gate], beta, bare=True, scale=1.0, mode=MODE)
         return o.numpy()
 
     needed = [m for m in participants() if m in mechanisms or (m == "kda" and HYBRID in mechanisms)]

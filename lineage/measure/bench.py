@@ -38,10 +38,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import torch
-import torch.nn.functional as F
 
 from lineage.checks import positive_int
 from lineage.device import device_info, get_device
+from lineage.inputs import GateDraw, random_inputs
 from lineage.measure.timing import Timed, interleaved_medians, interleaved_times
 from lineage.mechanisms import Mechanism, linear_mechanisms
 from lineage.ops.recurrence import default_chunk_size
@@ -98,33 +98,9 @@ class BenchConfig:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class GateDraw:
-    """How a gate is drawn: g = log σ(x) / normaliser with x ~ N(0, 1), then g = −inf at ``wipe_fraction``."""
-
-    normaliser: float
-    wipe_fraction: float = 0.0
-
-    @property
-    def label(self) -> str:
-        base = f"logσ(x)/{self.normaliser:g}"
-        return base + (f" + {self.wipe_fraction:.0%} wipes" if self.wipe_fraction else "")
-
-    def draw(self, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor:
-        """A log-gate of ``shape`` ([B, H, T] or [B, H, T, K]); a wipe erases every channel of its position."""
-        g = F.logsigmoid(torch.randn(shape, generator=gen)) / self.normaliser
-        B, H, T = shape[:3]
-        wiped = round(self.wipe_fraction * T)
-        if wiped:
-            # the same number of wiped positions in every head, at random places
-            positions = torch.rand(B, H, T, generator=gen).argsort(dim=-1)[..., :wiped]
-            mask = torch.zeros(B, H, T, dtype=torch.bool).scatter_(-1, positions, True)
-            g = g.masked_fill(mask.view(B, H, T, *([1] * (len(shape) - 3))), float("-inf"))
-        return g
-
-
 def gate_draws(cfg: BenchConfig) -> list[GateDraw]:
-    """The gate strengths of a run: one per normaliser, then the wiped gates (unless ``wipe_fraction`` is 0)."""
+    """The gate strengths of a run (:class:`lineage.inputs.GateDraw`, drawn in fp32): one per normaliser, then the
+    wiped gates (unless ``wipe_fraction`` is 0)."""
     draws = [GateDraw(n) for n in cfg.normalisers]
     if cfg.wipe_fraction:
         draws.append(GateDraw(cfg.wipe_normaliser, cfg.wipe_fraction))
@@ -348,15 +324,10 @@ class BenchResult:
 
 
 def _inputs(cfg: BenchConfig, device: torch.device) -> dict[str, torch.Tensor]:
-    gen = torch.Generator().manual_seed(cfg.seed)
-    shape = (cfg.B, cfg.H, cfg.T)
-    x = {
-        "q": torch.randn(*shape, cfg.K, generator=gen),
-        "k": F.normalize(torch.randn(*shape, cfg.K, generator=gen), dim=-1),  # as the layers feed it
-        "v": torch.randn(*shape, cfg.V, generator=gen),
-        "beta": torch.rand(*shape, generator=gen),
-    }
-    return {name: t.to(device, DTYPES[cfg.dtype]) for name, t in x.items()}
+    """q, k, v and β of every cell (:func:`lineage.inputs.random_inputs`, drawn in fp32 from ``cfg.seed``), in the
+    run's dtype on ``device``."""
+    x = random_inputs(cfg.B, cfg.H, cfg.T, cfg.K, cfg.V, torch.Generator().manual_seed(cfg.seed), dtype=torch.float32)
+    return {name: x[name].to(device, DTYPES[cfg.dtype]) for name in ("q", "k", "v", "beta")}
 
 
 def _call(m: Mechanism, x: dict[str, torch.Tensor], g: torch.Tensor | None, T: int, **kw):

@@ -18,8 +18,8 @@ What is timed (every step on ``device``, inputs already there):
                attends to all N keys and values. Every repeat runs on a fresh copy of the cache (copied outside
                the timed region), so each step sees exactly N tokens and the append never reallocates.
     KDA        ``lineage.ops.kda.kda(..., mode="recurrent", initial_state=S)`` with T = 1: decay, delta-rule write
-               and read on S [1, H, K, V]. It includes kda's input checks (a NaN scan of every input), as a
-               caller of ``kda`` pays them.
+               and read on S [1, H, K, V], one token drawn as the layer feeds it (``lineage.inputs.layer_inputs``).
+               It includes kda's input checks (a NaN scan of every input), as a caller of ``kda`` pays them.
     copy       ``dst.copy_(src)`` on one large fp32 tensor: bytes moved = 2 × size (read + write). The KV
                step's achieved bandwidth (bytes of K and V read / time) is reported as a fraction of this.
 
@@ -31,19 +31,19 @@ from a memory estimate (``memory_estimate``), and a request over the cap is refu
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from lineage import checks
 from lineage.checks import positive_int
 from lineage.device import device_info, get_device
+from lineage.inputs import layer_inputs
 from lineage.measure.timing import Timed, interleaved_times, repeat_times
+from lineage.mechanisms import mechanism
 from lineage.ops.kda import kda
 from lineage.ops.kv_cache import KVCache
 from lineage.ops.softmax import decode_step
@@ -257,23 +257,6 @@ def _filled_cache(context: int, heads: int, head_dim: int, device: torch.device,
     return cache
 
 
-def _kda_inputs(heads: int, head_dim: int, device: torch.device, gen: torch.Generator) -> dict[str, torch.Tensor]:
-    """One token's q, k, v, g, beta and a state S, shaped and ranged as a KDA layer produces them."""
-
-    def randn(*shape):
-        return torch.randn(*shape, generator=gen, device=device, dtype=DTYPE)
-
-    H, K = heads, head_dim
-    return dict(
-        q=F.normalize(randn(1, H, 1, K), dim=-1),  # L2-normalised, as in the layer
-        k=F.normalize(randn(1, H, 1, K), dim=-1),
-        v=randn(1, H, 1, K),
-        g=-F.softplus(randn(1, H, 1, K)),  # log-decay <= 0, one per key channel
-        beta=torch.sigmoid(randn(1, H, 1)),
-        initial_state=randn(1, H, K, K) / math.sqrt(K),
-    )
-
-
 def measure_copy_bandwidth(
     size_bytes: int, device: torch.device | str | None = None, *, warmup: int = 2, repeats: int = 7
 ) -> np.ndarray:
@@ -355,7 +338,8 @@ def run_decode_benchmark(
     report(1 / (len(contexts) + 1), f"copy: {2 * copy_size / float(np.median(copy_seconds)) / 1e9:,.1f} GB/s")
 
     # 2. both decode steps at each context, interleaved so background load hits them alike
-    kda_in = _kda_inputs(heads, head_dim, dev, gen)
+    # one token's q, k, v, g, β and a state S, shaped and ranged as a KDA layer feeds its op
+    kda_in = layer_inputs(mechanism("kda"), heads, 1, head_dim, gen, state=True)
     kda(**kda_in, mode="recurrent")  # its inputs checked once, here: the timed steps below skip the value scans
 
     def kda_step():

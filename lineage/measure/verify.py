@@ -1,14 +1,15 @@
 """``python -m lineage verify``: every mechanism, every mode, against its reference, in fp64.
 
 The mechanisms are those of the table (:mod:`lineage.mechanisms`): each linear one runs through its op in its bare
-form (the op's ``bare`` arguments: no feature map, no normaliser) and is compared with the reference recurrence
-for its write rule and gate; the softmax op with its standard form. Each case draws random inputs (seeded), runs
-the op in every mode and reports the relative RMS error (:func:`lineage.numerics.rel_rms`) of outputs and final
-states. Two checks add what is particular to one mechanism: normalised ELU+1 linear attention against its explicit
-quadratic form, and Mamba-2 in its own SSD symbols. Cases include odd lengths, non-zero initial states, strong
-decay (g = −8 per step), channels mixing weak and very strong decay, and a full wipe (g = −inf). The chunked mode
-runs at C = 16 and C = 7: neither divides T = 45 (the tail is padded), and 7 is no power of two (the anchored decayed
-products of ``recurrence.decayed_products`` pad the chunk); one path serves every case. The one-screen chunked form
+form (the op's ``bare`` arguments: no feature map, no normaliser) and is compared with the reference recurrence for
+its write rule and gate; the softmax op with its standard form. Each case draws random inputs (seeded,
+:func:`lineage.inputs.random_inputs` and ``lineage.inputs.RANDOM_GATE``), runs the op in every mode and reports
+the relative RMS error (:func:`lineage.numerics.rel_rms`) of outputs and final states. Two checks add what is
+particular to one mechanism: normalised ELU+1 linear attention against its explicit quadratic form, and Mamba-2 in
+its own SSD symbols. Cases include odd lengths, non-zero initial states, strong decay (g = −8 per step), channels
+mixing weak and very strong decay, and a full wipe (g = −inf). The chunked mode runs at C = 16 and C = 7: neither
+divides T = 45 (the tail is padded), and 7 is no power of two (the anchored decayed products of
+``recurrence.decayed_products`` pad the chunk); one path serves every case. The one-screen chunked form
 (``recurrence.chunk_memory_minimal``) is checked the same way, wipes aside.
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from lineage.inputs import RANDOM_GATE, random_inputs
 from lineage.mechanisms import linear_mechanisms, mechanism
 from lineage.numerics import rel_rms
 from lineage.ops.linear_attention import NORMALIZER_EPS, linear_attention
@@ -41,16 +43,15 @@ class Check:
         return self.error <= TOLERANCE
 
 
-def _inputs(gen: torch.Generator, B=2, H=2, T=45, K=8, V=6):
-    q = torch.randn(B, H, T, K, generator=gen, dtype=torch.float64)
-    k = F.normalize(torch.randn(B, H, T, K, generator=gen, dtype=torch.float64), dim=-1)
-    v = torch.randn(B, H, T, V, generator=gen, dtype=torch.float64)
-    beta = torch.rand(B, H, T, generator=gen, dtype=torch.float64)
-    S0 = torch.randn(B, H, K, V, generator=gen, dtype=torch.float64)
-    return q, k, v, beta, S0
+def _inputs(gen: torch.Generator):
+    """q, k, v, β and an initial state at verify's sizes (B=2, H=2, T=45, K=8, V=6): :func:`random_inputs`."""
+    x = random_inputs(2, 2, 45, 8, 6, gen)
+    return x["q"], x["k"], x["v"], x["beta"], x["initial_state"]
 
 
 def _gates(gen: torch.Generator, case: str, shape: tuple[int, ...]) -> torch.Tensor:
+    """The log-gate of one case: random (``lineage.inputs.RANDOM_GATE``), strong decay, mixed channels, or random
+    with one step wiped in every head."""
     if case == "strong decay":
         return torch.full(shape, -8.0, dtype=torch.float64)
     if case == "mixed channels":  # some channels decay by e^-30 per step, others barely: decays 100s of decades apart
@@ -58,7 +59,7 @@ def _gates(gen: torch.Generator, case: str, shape: tuple[int, ...]) -> torch.Ten
         if len(shape) == 4:
             g[..., ::2] = -30.0
         return g
-    g = F.logsigmoid(torch.randn(shape, generator=gen, dtype=torch.float64) + 2.0)
+    g = RANDOM_GATE.draw(shape, gen, dtype=torch.float64)
     if case == "wipe":
         g[:, :, shape[2] // 2] = -float("inf")
     return g

@@ -14,9 +14,11 @@ form, :meth:`lineage.mechanisms.Mechanism.call`) at such sizes on the live devic
 * measured — the wall time of one call over the whole sequence (:mod:`lineage.measure.timing`), and tokens per second;
 * computed — the state's bytes against a KV cache of the same tokens, heads and head dims.
 
-Inputs are drawn in process from the seed (on the device's own generator): q, k, v ~ N(0, 1), with q and k
-L2-normalised where the stage's layer normalises them (the table's ``LayerOptions.l2norm``); a gate is
-g = logsigmoid(N(0, 1)) / GATE_DIVISOR per head or per key channel, β = sigmoid(N(0, 1)) for the delta rule.
+Inputs are drawn in process from the seed (on the device's own generator) as the stage's layer feeds its op
+(:func:`lineage.inputs.layer_inputs`): q, k, v ~ N(0, 1), with q and k L2-normalised where the layer normalises them
+(the table's ``LayerOptions.l2norm``); a gate is g = logsigmoid(N(0, 1)) / GATE_DIVISOR per head or per key channel,
+β = sigmoid(N(0, 1)) for the delta rule. Every run goes through :func:`lineage.inputs.run_mechanism`, the one display
+path: the op by :meth:`lineage.mechanisms.Mechanism.call`, the first steps by the traced reference loop.
 Nothing here imports streamlit.
 """
 
@@ -26,23 +28,18 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from lineage import checks
+from lineage import checks, mechanisms
 from lineage.device import device_info, get_device
+from lineage.inputs import GATE_DIVISOR, as_recurrence, layer_inputs, run_mechanism
 from lineage.measure.timing import timed
-from lineage.mechanisms import Mechanism, mechanism
+from lineage.mechanisms import Mechanism
 from lineage.numerics import rel_rms
-from lineage.ops.linear_attention import recurrence_inputs
-from lineage.ops.recurrence import default_chunk_size, recurrent_memory
+from lineage.ops.recurrence import default_chunk_size
 
 MAX_POINTS = 256  # segments of a whole run: a few hundred points per line, a K × 256 heatmap
 FIRST_STEPS = 32  # steps of head 0 drawn exactly (the stage pages' animations go to 64)
 FIRST_STEP_CELLS = 2**17  # … and at most this many state cells in all: 32 steps of 64 × 64, 8 of 128 × 128 (~1 MB)
-# GLA's gate: log σ(x) divided by a normaliser of 16 (Yang et al. 2024, arXiv 2312.06635; fla's
-# gate_logit_normalizer), so α = σ(x)^(1/16) sits near 1 as in a trained layer. Undivided, α = σ(N(0, 1)) averages
-# 0.5 and every state forgets all but its last few tokens.
-GATE_DIVISOR = 16.0
 STATE_BYTES_PER_NUMBER = 4  # the op computes in fp32 (lineage.ops.recurrence), and so does a cache compared at fp32
 
 
@@ -96,11 +93,11 @@ class ScaleRun:
         return self.H * self.T * (self.K + self.V) * STATE_BYTES_PER_NUMBER
 
 
-def linear_mechanism(stage_key: str) -> Mechanism:
-    """The linear-memory mechanism of ``stage_key``; a ValueError naming the stage otherwise."""
-    m = mechanism(stage_key)
+def linear_mechanism(mechanism: str) -> Mechanism:
+    """The table's entry for ``mechanism``, a linear-memory mechanism's key; a ValueError naming it otherwise."""
+    m = mechanisms.mechanism(mechanism)
     if not m.is_linear:
-        raise ValueError(f"stage must be a linear-memory mechanism, got {stage_key!r} (its memory is a cache)")
+        raise ValueError(f"mechanism must be a linear-memory mechanism, got {mechanism!r} (its memory is a cache)")
     return m
 
 
@@ -124,33 +121,9 @@ def first_step_count(T: int, K: int, state_V: int, first_steps: int = FIRST_STEP
     return max(1, min(first_steps, T, FIRST_STEP_CELLS // (K * state_V)))
 
 
-def make_inputs(
-    stage_key: str, T: int, H: int, K: int, seed: int, device: torch.device | str | None = None
-) -> tuple[torch.Tensor, ...]:
-    """Seeded inputs for a stage at real size, drawn on ``device`` (default the live device) by its own generator:
-    q, k, v [1, H, T, K] (V = K), g ([1, H, T] per head, [1, H, T, K] per channel, or None), β [1, H, T] or None."""
-    m = linear_mechanism(stage_key)
-    for name, value in (("T", T), ("heads", H), ("K", K)):
-        checks.positive_int(name, value)
-    device = torch.device(get_device() if device is None else device)
-    gen = torch.Generator(device=device).manual_seed(int(seed))
-
-    def normal(*shape: int) -> torch.Tensor:
-        return torch.randn(*shape, generator=gen, device=device)
-
-    q, k, v = normal(1, H, T, K), normal(1, H, T, K), normal(1, H, T, K)
-    if m.layer.l2norm:
-        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
-    g = None
-    if m.gate != "none":
-        g = F.logsigmoid(normal(1, H, T, K) if m.gate == "channel" else normal(1, H, T)) / GATE_DIVISOR
-    beta = torch.sigmoid(normal(1, H, T)) if m.rule == "delta" else None
-    return q, k, v, g, beta
-
-
-def inputs_text(stage_key: str) -> str:
-    """How :func:`make_inputs` draws a stage's inputs, as one sentence for a page."""
-    m = linear_mechanism(stage_key)
+def inputs_text(mechanism: str) -> str:
+    """How :func:`lineage.inputs.layer_inputs` draws a stage's inputs, as one sentence for a page."""
+    m = linear_mechanism(mechanism)
     parts = ["q, k, v ~ N(0, 1)" + (", q and k L2-normalised as the stage's layer does" if m.layer.l2norm else "")]
     if m.layer.feature_map is not None:
         parts.append(f"the op applies its feature map ({m.layer.feature_map}) to q and k")
@@ -162,19 +135,13 @@ def inputs_text(stage_key: str) -> str:
     return "; ".join(parts) + "."
 
 
-def _recurrence_inputs(m: Mechanism, q, k, v):
-    """q, k, v as the op hands them to the shared recurrence: the feature map on q and k, and the normaliser's column
-    of ones after the values, where the stage's layer has them."""
-    return recurrence_inputs(q, k, v, m.layer.feature_map or "identity", m.layer.normalize)
-
-
 def _time_slice(x: torch.Tensor | None, start: int, end: int) -> torch.Tensor | None:
     """Steps start … end − 1 of a [B, H, T, ...] or [B, H, T] tensor."""
     return None if x is None else x[:, :, start:end]
 
 
 def run_at_scale(
-    stage_key: str,
+    mechanism: str,
     T: int,
     K: int,
     heads: int,
@@ -188,26 +155,27 @@ def run_at_scale(
     """Run a stage's op over T tokens, ``heads`` heads of K = V channels, on the live device (see the module).
 
     Args:
-        stage_key: a linear-memory mechanism of :mod:`lineage.mechanisms`.
+        mechanism: a linear-memory mechanism of :mod:`lineage.mechanisms` (its key).
         T, K, heads: sizes, each ≥ 1.
-        seed: draws the inputs (:func:`make_inputs`).
+        seed: draws the inputs (:func:`lineage.inputs.layer_inputs`, on the device's generator).
         chunk_size: the op's chunk length (None: the device's, :func:`lineage.ops.recurrence.default_chunk_size`).
         max_points: most segments of the summaries (:func:`segment_ends`).
         first_steps: most steps of head 0 drawn exactly (:func:`first_step_count`).
         repeats: timed calls of the whole op (None: 1 on a CPU, where one call is the budget, 3 on a GPU).
     """
-    m = linear_mechanism(stage_key)
+    m = linear_mechanism(mechanism)
     for name, value in (("T", T), ("K", K), ("heads", heads), ("first_steps", first_steps)):
         checks.positive_int(name, value)
     device = get_device()
     C = default_chunk_size(device) if chunk_size is None else checks.chunk_size(chunk_size)
     ends = segment_ends(T, C, max_points)
     repeats = (1 if device.type == "cpu" else 3) if repeats is None else checks.positive_int("repeats", repeats)
-    q, k, v, g, beta = make_inputs(stage_key, T, heads, K, seed, device)
+    drawn = layer_inputs(m, heads, T, K, torch.Generator(device=device).manual_seed(int(seed)))
+    q, k, v, g, beta = (drawn[name] for name in ("q", "k", "v", "g", "beta"))
 
     def op(start: int, end: int, state: torch.Tensor | None):
         part = (_time_slice(x, start, end) for x in (q, k, v, g, beta))
-        return m.call(*part, initial_state=state, output_final_state=True, chunk_size=C)
+        return run_mechanism(m, *part, initial_state=state, output_final_state=True, chunk_size=C)
 
     with torch.inference_mode():
         # 1. segment by segment, from the state the previous segment returned: the summaries (kept on the device and
@@ -231,9 +199,9 @@ def run_at_scale(
         # 3. the first steps of head 0, exactly: the traced recurrence, on the CPU
         n_first = first_step_count(T, K, K + 1 if m.layer.normalize else K, first_steps)
         head0 = [None if x is None else x[:1, :1, :n_first].float().cpu() for x in (q, k, v, g, beta)]
-        rq, rk, rv = _recurrence_inputs(m, *head0[:3])
-        _, _, trace = recurrent_memory(rq, rk, rv, head0[3], head0[4], rule=m.rule, trace=True)
-        _, op_state = m.call(*head0, output_final_state=True, chunk_size=C)
+        rq, rk, rv = as_recurrence(m, *head0[:3])
+        _, _, trace = run_mechanism(m, rq, rk, rv, head0[3], head0[4], trace=True)
+        _, op_state = run_mechanism(m, *head0, output_final_state=True, chunk_size=C)
     first_states = trace.states[0, 0]
     return ScaleRun(
         stage=m.key,

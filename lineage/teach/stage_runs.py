@@ -4,9 +4,11 @@ A stage page passes primitives (sizes, seed, knobs) and gets back everything its
 the per-step trace of the reference recurrence, the chunked and parallel outputs computed on the current
 device, their agreement with the reference, and the measured times. Nothing here imports streamlit.
 
-Gates are set by explicit rules rather than learned, so what the animation shows can be explained:
-a scalar gate holds α_t near ``alpha`` (jittered by ``alpha_jitter``), and a per-channel gate spreads the
-channels' α evenly from ``alpha`` (channel 0, the slowest to forget) down to ``alpha_min`` (the fastest).
+Gates are set by explicit rules rather than learned, so what the animation shows can be explained: the inputs are
+:func:`lineage.inputs.rule_inputs` with a :class:`GateRule` (a scalar gate holds α_t near ``alpha``, jittered by
+``alpha_jitter``; a per-channel gate spreads the channels' α evenly from ``alpha``, channel 0, the slowest to forget,
+down to ``alpha_min``, the fastest). Every form runs through :func:`lineage.inputs.run_mechanism`, the one display
+path (the table's ``Mechanism.call``, and the reference loop for the trace).
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from lineage import checks
 from lineage.device import device_info, get_device
+from lineage.inputs import GateRule, as_recurrence, rule_inputs, run_mechanism
 from lineage.lab import recall_error
 from lineage.measure.timing import Timed, interleaved_medians, median_seconds, timed
 from lineage.mechanisms import mechanism
@@ -30,7 +32,7 @@ from lineage.ops.io_cost import (
     tiled_attention_io_bytes,
 )
 from lineage.ops.linear_attention import NORMALIZER_EPS
-from lineage.ops.recurrence import MemoryTrace, chunk_memory, parallel_memory, recurrent_memory, segsum
+from lineage.ops.recurrence import MemoryTrace, parallel_memory, segsum
 from lineage.ops.softmax import (
     CausalSelfAttention,
     SoftmaxTrace,
@@ -46,16 +48,7 @@ from lineage.stages import stage
 # Sizes a page may ask for. The recurrent trace stores T·K·V numbers per head, and the parallel form
 # T²·K for per-channel gates, so these caps keep one run well under a second and a few MB on a small CPU.
 DEMO_LIMITS = {"T": 256, "K": 64, "V": 64}
-
-
-@dataclass(frozen=True)
-class GateRule:
-    """How the demo sets gates and write strengths (all explicit, none learned)."""
-
-    alpha: float = 0.9  # α of a scalar gate, or of the slowest channel
-    alpha_min: float = 0.9  # α of the fastest channel (per-channel gates); = alpha makes all channels equal
-    alpha_jitter: float = 0.0  # random spread of logit(α) over time steps
-    beta: float | None = 0.5  # write strength of the delta rule; None draws β_t = sigmoid(N(0, 1))
+DEFAULT_RULE = GateRule()  # α = 0.9 on every channel, β = 0.5
 
 
 @dataclass
@@ -88,53 +81,13 @@ def _check_sizes(T: int, K: int, V: int) -> None:
         checks.positive_int(name, value, maximum=DEMO_LIMITS[name])
 
 
-def make_inputs(stage_key: str, T: int, K: int, V: int, seed: int, rule: GateRule = GateRule()):
-    """Deterministic inputs for a stage: q, k, v [1, 1, T, ·], g (or None), beta (or None), all fp32 on CPU.
-
-    Keys are L2-normalised for the delta family (as its layers do); linear attention gets raw q, k (its
-    feature map is applied by the op). Same seed, same inputs, for every stage — so pages compare like for like.
-    """
-    s = stage(stage_key)
-    if not s.in_grid:
-        raise ValueError(f"stage {stage_key!r} is not a linear-memory stage; use lineage.ops.softmax for it")
-    _check_sizes(T, K, V)
-    for name in ("alpha", "alpha_min"):
-        a = getattr(rule, name)
-        if not 0.0 <= a <= 1.0:
-            raise ValueError(f"{name} must lie in [0, 1], got {a}")
-    if rule.beta is not None and not 0.0 <= rule.beta <= 1.0:
-        raise ValueError(f"beta must lie in [0, 1] (or None for random), got {rule.beta}")
-    gen = torch.Generator().manual_seed(int(seed))
-    q = torch.randn(1, 1, T, K, generator=gen)
-    k = torch.randn(1, 1, T, K, generator=gen)
-    v = torch.randn(1, 1, T, V, generator=gen)
-    jitter = torch.randn(1, 1, T, K, generator=gen)
-    beta_noise = torch.randn(1, 1, T, generator=gen)
-    if s.rule == "delta":
-        q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
-    g = None
-    if s.gate != "none":
-        base = torch.linspace(rule.alpha, rule.alpha_min, K) if s.gate == "channel" else torch.full((K,), rule.alpha)
-        logit = torch.logit(base.clamp(1e-6, 1 - 1e-6)) + rule.alpha_jitter * (
-            jitter if s.gate == "channel" else jitter[..., :1]
-        )
-        alpha = torch.sigmoid(logit)
-        alpha = torch.where(base >= 1.0, 1.0, torch.where(base <= 0.0, 0.0, alpha))  # keep exact 0 and 1
-        g = torch.log(alpha)  # −inf where α = 0: a wipe
-        g = g if s.gate == "channel" else g[..., 0]
-    beta = None
-    if s.rule == "delta":
-        beta = torch.sigmoid(beta_noise) if rule.beta is None else torch.full((1, 1, T), float(rule.beta))
-    return q, k, v, g, beta
-
-
 def run_stage(
     stage_key: str,
     T: int = 32,
     K: int = 8,
     V: int = 8,
     seed: int = 0,
-    rule: GateRule = GateRule(),
+    rule: GateRule = DEFAULT_RULE,
     *,
     chunk_size: int = 16,
     feature_map: str = "elu1",
@@ -143,31 +96,32 @@ def run_stage(
 ) -> StageRun:
     """Run a linear-memory stage three ways (recurrent reference with a trace, chunked, parallel) and compare.
 
-    ``inputs`` (q, k, v, g, beta) replaces the seeded random inputs (e.g. ``lineage.teach.story.story_tensors``); T, K
-    and V
-    must then be its sizes.
+    ``inputs`` (q, k, v, g, beta) replaces the seeded inputs of ``rule`` (e.g. ``lineage.teach.story.story_tensors``);
+    T, K and V must then be its sizes. Every form runs through :func:`lineage.inputs.run_mechanism` on the
+    recurrence's inputs (:func:`lineage.inputs.as_recurrence`: linear attention's φ is ``feature_map``, its state
+    carries the normaliser as a column fed by ones), so the outputs are the recurrence's own.
     """
-    from lineage.ops.linear_attention import recurrence_inputs
-
     s = stage(stage_key)
     checks.chunk_size(chunk_size)
-    q, k, v, g, beta = make_inputs(stage_key, T, K, V, seed, rule) if inputs is None else inputs
-    if mechanism(s.key).keeps_normaliser:  # the state carries the normaliser as a column fed by ones
-        q, k, v = recurrence_inputs(q, k, v, feature_map)
-    kw = dict(rule=s.rule, output_final_state=False)
-    o_ref, _, trace = recurrent_memory(q, k, v, g, beta, trace=True, **kw)
+    if not s.in_grid:
+        raise ValueError(f"stage {stage_key!r} is not a linear-memory stage; use lineage.ops.softmax for it")
+    m = mechanism(s.key)
+    if inputs is None:
+        _check_sizes(T, K, V)
+        inputs = rule_inputs(m, T, K, V, seed, rule)
+    q, k, v, g, beta = inputs
+    q, k, v = as_recurrence(m, q, k, v, feature_map)
+    o_ref, _, trace = run_mechanism(m, q, k, v, g, beta, trace=True)
     device = get_device()
-    qd, kd, vd = (x.to(device) for x in (q, k, v))
-    gd = None if g is None else g.to(device)
-    bd = None if beta is None else beta.to(device)
-    o_chunk, _ = chunk_memory(qd, kd, vd, gd, bd, chunk_size=chunk_size, **kw)
-    o_par, _ = parallel_memory(qd, kd, vd, gd, bd, **kw)
+    on_device = [None if x is None else x.to(device) for x in (q, k, v, g, beta)]
+
+    def form(mode: str):
+        return run_mechanism(m, *on_device, bare=True, mode=mode, chunk_size=chunk_size)
+
+    o_chunk, _ = form("chunk")
+    o_par, _ = form("parallel")
     # the forms side by side in interleaved rounds; each has just run once above, which serves as its warm-up
-    forms = {
-        "recurrent": Timed(lambda: recurrent_memory(qd, kd, vd, gd, bd, **kw), repeats),
-        "chunk": Timed(lambda: chunk_memory(qd, kd, vd, gd, bd, chunk_size=chunk_size, **kw), repeats),
-        "parallel": Timed(lambda: parallel_memory(qd, kd, vd, gd, bd, **kw), repeats),
-    }
+    forms = {mode: Timed(lambda mode=mode: form(mode), repeats) for mode in ("recurrent", "chunk", "parallel")}
     seconds = interleaved_medians(forms, device, warmup=0)
     g_full = np.zeros((T, K), dtype=np.float32) if g is None else g[0, 0].reshape(T, -1).expand(T, K).numpy().copy()
     return StageRun(
@@ -210,8 +164,9 @@ def retention(g: np.ndarray) -> np.ndarray:
 def gate_off(rule: GateRule) -> GateRule:
     """The same rule with every α = 1, so g = 0 exactly: a gated stage becomes its ungated neighbour in the grid.
 
-    With the same seed the inputs are the same (make_inputs draws the same numbers whatever the rule), so Mamba-2
-    with the gate off is the plain additive recurrence and Gated DeltaNet with the gate off is DeltaNet.
+    With the same seed the inputs are the same (:func:`lineage.inputs.rule_inputs` draws the same numbers whatever
+    the rule), so Mamba-2 with the gate off is the plain additive recurrence and Gated DeltaNet with the gate off is
+    DeltaNet.
     """
     return replace(rule, alpha=1.0, alpha_min=1.0)
 
@@ -332,7 +287,7 @@ class ChunkSweep:
     """Wall time of DeltaNet's chunked form against its chunk size C, beside the FLOP model."""
 
     chunk_sizes: np.ndarray  # [n]
-    seconds: np.ndarray  # [n] median wall time of one chunk_memory call on the device
+    seconds: np.ndarray  # [n] median wall time of one call of the chunked form on the device
     model_flops: np.ndarray  # [n] chunk_flops(T, D, C)
     T: int
     D: int
@@ -342,13 +297,15 @@ class ChunkSweep:
 def chunk_size_sweep(
     T: int = 64, D: int = 16, seed: int = 0, *, chunk_sizes=None, beta: float = 0.5, repeats: int = 5
 ) -> ChunkSweep:
-    """Time ``chunk_memory`` (delta rule, one head, K = V = D) at each chunk size; default sizes 1, 2, 4, … ≤ T.
+    """Time DeltaNet's chunked form (one head, K = V = D) at each chunk size; default sizes 1, 2, 4, … ≤ T.
 
     Small chunks mean many sequential state hand-offs (T / C small matrix products in a Python loop); large chunks
     mean C×C triangular solves and more arithmetic inside each chunk. The FLOP model only sees the second effect.
     """
     checks.positive_int("repeats", repeats)
-    q, k, v, _, b = make_inputs("deltanet", T, D, D, seed, GateRule(beta=beta))
+    _check_sizes(T, D, D)
+    m = mechanism("deltanet")
+    q, k, v, _, b = rule_inputs(m, T, D, D, seed, GateRule(beta=beta))
     sizes = [2**i for i in range(T.bit_length()) if 2**i <= T] if chunk_sizes is None else list(chunk_sizes)
     for C in sizes:
         checks.chunk_size(C)
@@ -356,7 +313,7 @@ def chunk_size_sweep(
     qd, kd, vd, bd = (x.to(device) for x in (q, k, v, b))
     seconds = [
         median_seconds(
-            lambda C=C: chunk_memory(qd, kd, vd, None, bd, rule="delta", chunk_size=C), device, repeats, warmup=0
+            lambda C=C: run_mechanism(m, qd, kd, vd, None, bd, mode="chunk", chunk_size=C), device, repeats, warmup=0
         )
         for C in sizes
     ]
@@ -447,7 +404,7 @@ def run_softmax(
             t.reshape(1, T, n_heads, head_dim).transpose(1, 2) for t in layer.c_attn(x).split(d_model, dim=-1)
         )  # (1, H, T, hd) each
         trace = trace_softmax(q, k, v)
-        o_standard, _ = softmax_attention(q, k, v)
+        o_standard, _ = softmax_attention(q, k, v, mode="parallel")
         o_tiled, tiled = tiled_softmax_attention(q, k, v, block_size=block_size)
         q0, k0 = q[0, 0].double().cpu(), k[0, 0].double().cpu()
         scores = (q0 @ k0.T * head_dim**-0.5).masked_fill(torch.ones(T, T).triu(1).bool(), float("-inf"))

@@ -301,7 +301,7 @@ def story_tensors(
     story: Story, gate: str, *, alpha_keep: float = 1.0, alpha_switch: float = 0.0, beta: float | None = 1.0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
     """The story as op inputs q, k, v [1, 1, T, ·], g ([1, 1, T] or [1, 1, T, K] or None), beta ([1, 1, T] or None),
-    fp32 on the CPU, in the layout of :func:`lineage.teach.stage_runs.make_inputs`. ``beta`` None means an additive
+    fp32 on the CPU, in the layout of :func:`lineage.inputs.rule_inputs`. ``beta`` None means an additive
     write."""
     k, v = story.inputs()
 
