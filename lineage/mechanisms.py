@@ -1,9 +1,10 @@
 """The one table of mechanisms: every memory mechanism of the lineage, defined once.
 
 Each entry says what a mechanism *is* — its paper, its write rule, its gate, what its layer puts around the
-recurrence, its colour, the stage-table row it belongs to and its public op — so that the stage table, layers,
-hybrid schedules, verification, benchmark, Memory lab, footprints, plots and pages derive from it instead of
-repeating it. Adding a mechanism is one entry here plus its tests.
+recurrence, its colour, the stage it belongs to (with that stage's narrative, if the stage is its own) and its
+public op — so that the stage table, layers, hybrid schedules, verification, benchmark, Memory lab, footprints,
+plots and pages derive from it instead of repeating it. Adding a mechanism is one entry here plus its tests. (A
+mechanism's key, a stage's key, a layer kind and an LM mixer are told apart in docs/ARCHITECTURE.md, "Words".)
 
 The linear-memory family is one recurrence (:mod:`lineage.ops.recurrence`) and two choices, which give the grid:
 
@@ -63,8 +64,12 @@ class LayerOptions:
 
 
 @dataclass(frozen=True)
-class StageRow:
-    """A mechanism's own row of the stage table (:mod:`lineage.stages`): the story around it."""
+class Narrative:
+    """What a stage of the lineage tells: the one place its story's fields are defined.
+
+    A mechanism that introduces a stage of its own holds its narrative here (:attr:`Mechanism.narrative`); every
+    stage of :mod:`lineage.stages` is a narrative plus the stage's facts (``stages.Stage`` extends this class).
+    """
 
     representative: str  # the model or paper that stands for it
     summary: str  # how memory is stored, in a few words
@@ -86,14 +91,15 @@ class Mechanism:
         layer: what its layer puts around the recurrence; None for the softmax family (their layers are
             :class:`lineage.ops.softmax.CausalSelfAttention` and :class:`lineage.models.mla.MLA`).
         colour: hex colour of the mechanism on every chart.
-        stage: key of the stage-table row it belongs to.
-        row: its row of the stage table, for mechanisms that introduce a stage of their own (``stage == key``);
-            None where the row is written in :mod:`lineage.stages` (the softmax stages, the hybrid).
+        stage: the key of the stage (a row of :mod:`lineage.stages`) it belongs to.
+        narrative: its stage's story, for mechanisms that introduce a stage of their own (``stage == key``); None
+            where the stage is written in :mod:`lineage.stages` (the softmax stages, the hybrid).
         op: the public op; None where the mechanism exists only as a layer (MLA).
         bare: keyword arguments that make ``op`` the bare shared recurrence (S += k vᵀ, no feature map, no
             normaliser), so that it can be checked against :func:`lineage.ops.recurrence.recurrent_memory`.
-        layer_kind: its kind in :mod:`lineage.schedules` (the schedules the models build and the cost catalogue
-            sizes): the key, except "mha" for softmax attention, whose footprint kinds are "mha" and "gqa".
+        layer_kind: its layer kind in :mod:`lineage.schedules` (the schedules the models build and the cost
+            catalogue sizes): the key, except "mha" for softmax attention, whose footprint kinds are "mha" and
+            "gqa"; :func:`layer_mechanism` maps a kind back to its mechanism.
     """
 
     key: str
@@ -106,7 +112,7 @@ class Mechanism:
     colour: str
     stage: str
     layer: LayerOptions | None = None
-    row: StageRow | None = None
+    narrative: Narrative | None = None
     op: Callable | None = None
     bare: Mapping[str, object] = field(default_factory=dict)
     layer_kind: str = ""
@@ -133,8 +139,8 @@ class Mechanism:
                 raise ValueError(f"{self.key}: layer.output_gate must be one of {OUTPUT_GATES}")
             if self.op is None:
                 raise ValueError(f"{self.key}: a linear mechanism needs its op")
-        if (self.row is not None) != (self.stage == self.key):
-            raise ValueError(f"{self.key}: a mechanism has its own row exactly when its stage is its own key")
+        if (self.narrative is not None) != (self.stage == self.key):
+            raise ValueError(f"{self.key}: a mechanism has its own narrative exactly when its stage is its own key")
         object.__setattr__(self, "bare", MappingProxyType(dict(self.bare)))
         object.__setattr__(self, "layer_kind", self.layer_kind or self.key)
         object.__setattr__(self, "label", self.label or self.title)
@@ -218,7 +224,7 @@ _ENTRIES = (
         colour="#E69F00",
         stage="linear_attention",
         layer=LayerOptions(feature_map="elu1", normalize=True),
-        row=StageRow(
+        narrative=Narrative(
             representative="Linear Transformer (Katharopoulos et al.)",
             summary="Fixed K×V state: S += φ(k) vᵀ",
             problem_solved="Memory no longer grows with the context: O(1) state, O(T) time",
@@ -240,7 +246,7 @@ _ENTRIES = (
         colour="#56B4E9",
         stage="deltanet",
         layer=LayerOptions(conv=True, l2norm=True, output_gate="swish"),
-        row=StageRow(
+        narrative=Narrative(
             representative="DeltaNet (Yang et al.)",
             summary="Delta rule: read the value at k, write only the correction",
             problem_solved="Can update: a key's value is replaced instead of blended",
@@ -260,7 +266,7 @@ _ENTRIES = (
         colour="#D55E00",
         stage="mamba2",
         layer=LayerOptions(conv=True, output_gate="swish", gate_form="softplus", step_scaled_values=True),
-        row=StageRow(
+        narrative=Narrative(
             representative="Mamba-2 / SSD (Dao & Gu)",
             summary="Additive state with a scalar decay per head: S = α S + k vᵀ",
             problem_solved="Can forget in bulk: a data-dependent gate clears old context",
@@ -280,7 +286,7 @@ _ENTRIES = (
         colour="#882255",
         stage="gla",
         layer=LayerOptions(output_gate="swish", gate_form="logsigmoid"),
-        row=StageRow(
+        narrative=Narrative(
             representative="Gated Linear Attention (Yang et al.)",
             summary="Additive state with a decay per key channel",
             problem_solved="Channels forget at their own rates",
@@ -300,7 +306,7 @@ _ENTRIES = (
         colour="#009E73",
         stage="gated_deltanet",
         layer=LayerOptions(conv=True, l2norm=True, output_gate="swish", gate_form="softplus"),
-        row=StageRow(
+        narrative=Narrative(
             representative="Gated DeltaNet (Yang, Kautz & Hatamizadeh)",
             summary="Decay, then delta-rule write: S = (I − β k kᵀ) α S + β k vᵀ",
             problem_solved="Forgets and updates: α = 1 is DeltaNet, α = 0 wipes",
@@ -320,7 +326,7 @@ _ENTRIES = (
         colour="#0072B2",
         stage="kda",
         layer=LayerOptions(conv=True, l2norm=True, output_gate="sigmoid", gate_form="softplus"),
-        row=StageRow(
+        narrative=Narrative(
             representative="Kimi Linear (Moonshot AI)",
             summary="Delta rule with a decay per key channel: S = (I − β k kᵀ) Diag(α) S + β k vᵀ",
             problem_solved="Each channel chooses how long to remember: fine-grained forgetting with precise updates",
@@ -347,8 +353,8 @@ class _Table(Mapping):
         extra = self._EXTRA.get()
         return {**self._BASE, **extra} if extra else self._BASE
 
-    def __getitem__(self, key: str) -> Mechanism:
-        return self._current()[key]
+    def __getitem__(self, mechanism: str) -> Mechanism:
+        return self._current()[mechanism]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._current())
@@ -361,11 +367,11 @@ MECHANISMS: Mapping[str, Mechanism] = _Table()
 """Every mechanism by key, in the order of the lineage (read-only; see :func:`registered`)."""
 
 
-def mechanism(key: str) -> Mechanism:
-    """Look a mechanism up by key, with a message listing the keys when it is unknown."""
-    if key not in MECHANISMS:
-        raise ValueError(f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}, got {key!r}")
-    return MECHANISMS[key]
+def mechanism(mechanism: str) -> Mechanism:
+    """The entry of ``mechanism`` (a mechanism's key), with a message listing the keys when it is unknown."""
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}, got {mechanism!r}")
+    return MECHANISMS[mechanism]
 
 
 def linear_mechanisms() -> tuple[Mechanism, ...]:
@@ -387,9 +393,21 @@ def layer_kinds() -> tuple[str, ...]:
     return tuple(m.layer_kind for m in MECHANISMS.values())
 
 
+def layer_mechanism(kind: str) -> Mechanism:
+    """The mechanism whose layers are of layer kind ``kind`` (softmax attention for ``"mha"``).
+
+    A ValueError listing :func:`layer_kinds` otherwise ("gqa" included: it is a cache layout that only the cost
+    catalogue sizes, not a layer the models build).
+    """
+    by_kind = {m.layer_kind: m for m in MECHANISMS.values()}
+    if kind not in by_kind:
+        raise ValueError(f"kind must be a layer kind, one of {', '.join(map(repr, by_kind))}, got {kind!r}")
+    return by_kind[kind]
+
+
 def colours() -> dict[str, str]:
-    """key -> colour of every mechanism."""
-    return {k: m.colour for k, m in MECHANISMS.items()}
+    """mechanism -> colour, for every mechanism."""
+    return {m.key: m.colour for m in MECHANISMS.values()}
 
 
 @contextmanager

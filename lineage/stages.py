@@ -5,42 +5,42 @@ story), its paper, how its memory behaves as the context grows, and — for the 
 the write-rule × gate grid of :mod:`lineage.ops.recurrence`.
 
 What a stage says about its mechanism (title, year, paper, write rule, gate, layer kind) comes from the table of
-mechanisms (:mod:`lineage.mechanisms`): every mechanism with a row of its own there is one stage here, in the
+mechanisms (:mod:`lineage.mechanisms`): every mechanism with a narrative of its own there is one stage here, in the
 table's order. Only the stages that are not one mechanism are written in this module: GPT-2 and the KV cache
 (two ways to run softmax attention) and the hybrid (KDA and MLA layers together).
+
+A stage's story (representative, summary, problem solved, cost introduced, transition) is a
+:class:`lineage.mechanisms.Narrative`, defined once there: :class:`Stage` extends it with the stage's facts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from lineage import schedules
-from lineage.mechanisms import GATES, MECHANISMS, RULES, Mechanism, mechanism
+from lineage.mechanisms import GATES, MECHANISMS, RULES, Mechanism, Narrative, mechanism
 
 
-@dataclass(frozen=True)
-class Stage:
-    key: str  # page slug and table key
+@dataclass(frozen=True, kw_only=True)
+class Stage(Narrative):
+    """A row of the stage table: its narrative (the fields of :class:`lineage.mechanisms.Narrative`) and its facts."""
+
+    key: str  # the stage's key: page slug and table key
     title: str
-    representative: str
     year: int
     paper: str  # citation with arXiv id
     url: str
-    summary: str  # how memory is stored, in a few words
-    problem_solved: str
-    cost_introduced: str
-    mechanisms: tuple[str, ...]  # keys of lineage.mechanisms this stage runs
+    mechanisms: tuple[str, ...]  # the mechanisms (keys of lineage.mechanisms) this stage runs
     layer_kinds: tuple[str, ...]  # one layer schedule of lineage.schedules kinds: this stage's memory per layer
     rule: str | None = None  # "additive" | "delta" for the linear-memory family
     gate: str | None = None  # "none" | "scalar" | "channel"
-    transition: str = ""  # one line leading *into* this stage, for the guided tour
 
     @property
     def in_grid(self) -> bool:
         return self.rule is not None
 
 
-_SOFTMAX = mechanism("softmax")
+_SOFTMAX, _KDA, _MLA = mechanism("softmax"), mechanism("kda"), mechanism("mla")
 
 GPT2 = Stage(
     key="gpt2",
@@ -81,51 +81,47 @@ HYBRID = Stage(
     representative="Kimi Linear 48B-A3B; Kimi K3 (secondary source)",
     year=2025,
     paper="Kimi Linear, arXiv 2510.26692 (3 KDA : 1 MLA); K3 per arXiv 2607.24653 as quoted by a secondary article",
-    url=mechanism("kda").url,
+    url=_KDA.url,
     summary="KDA layers with a periodic MLA (softmax) layer: mostly fixed state, a small growing cache",
     problem_solved="Exact retrieval where it matters, fixed-size memory everywhere else",
     cost_introduced="The MLA layers' cache still grows with context (about a quarter of an all-MLA stack)",
-    mechanisms=("kda", "mla"),
-    layer_kinds=schedules.periodic_schedule(HYBRID_EVERY, HYBRID_EVERY, base="kda", kind="mla"),
+    mechanisms=(_KDA.key, _MLA.key),
+    layer_kinds=schedules.periodic_schedule(HYBRID_EVERY, HYBRID_EVERY, base=_KDA.layer_kind, kind=_MLA.layer_kind),
     transition="A fixed state loses exact details past capacity. Keep a few softmax layers to retrieve them.",
 )
 
 
 def _mechanism_stage(m: Mechanism) -> Stage:
-    """The row of a mechanism that introduces a stage of its own: its facts from the table of mechanisms."""
+    """The stage of a mechanism that introduces one of its own: its narrative and facts from the table."""
     return Stage(
+        **asdict(m.narrative),
         key=m.key,
         title=m.title,
-        representative=m.row.representative,
         year=m.year,
         paper=m.paper,
         url=m.url,
-        summary=m.row.summary,
-        problem_solved=m.row.problem_solved,
-        cost_introduced=m.row.cost_introduced,
         mechanisms=(m.key,),
         layer_kinds=(m.layer_kind,),
         rule=m.rule,
         gate=m.gate,
-        transition=m.row.transition,
     )
 
 
 def all_stages() -> tuple[Stage, ...]:
-    """Every stage in the order of the lineage: the softmax stages, one per mechanism row, the hybrid."""
-    return (GPT2, KV_CACHE, *(_mechanism_stage(m) for m in MECHANISMS.values() if m.row is not None), HYBRID)
+    """Every stage in the order of the lineage: the softmax stages, one per mechanism with a narrative, the hybrid."""
+    return (GPT2, KV_CACHE, *(_mechanism_stage(m) for m in MECHANISMS.values() if m.narrative is not None), HYBRID)
 
 
 GRID_RULES = RULES
 GRID_GATES = GATES
 
 
-def stage(key: str) -> Stage:
-    """Look a stage up by key, with a message listing the keys when it is unknown."""
+def stage(stage_key: str) -> Stage:
+    """Look a stage up by its key, with a message listing the keys when it is unknown."""
     by_key = {s.key: s for s in all_stages()}
-    if key not in by_key:
-        raise ValueError(f"stage must be one of {', '.join(map(repr, by_key))}, got {key!r}")
-    return by_key[key]
+    if stage_key not in by_key:
+        raise ValueError(f"stage must be one of {', '.join(map(repr, by_key))}, got {stage_key!r}")
+    return by_key[stage_key]
 
 
 def grid() -> dict[tuple[str, str], Stage]:

@@ -175,7 +175,7 @@ def test_mamba2_ssd_rejects_bad_input_naming_the_argument(exc, match, mutate):
 
 def test_mixer_rejects_unknown_stage_bad_config_and_bad_x():
     with pytest.raises(
-        ValueError, match=r"^kind must be a linear-memory mechanism, one of 'linear_attention'.*'transformer'"
+        ValueError, match=r"^mechanism must be a linear-memory mechanism, one of 'linear_attention'.*'transformer'"
     ):
         LinearMemoryMixer("transformer")
     with pytest.raises(ValueError, match=r"^n_heads must be >= 1, got 0"):

@@ -6,21 +6,21 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lineage.mechanisms import linear_mechanisms, mechanism
+from lineage.mechanisms import MECHANISMS, linear_mechanisms
 from lineage.models.layers import Block, LinearMemoryMixer, MixerConfig
 from lineage.numerics import rel_rms
 from tests.util import assert_close
 
-STAGES = tuple(m.key for m in linear_mechanisms())
+LINEAR = tuple(m.key for m in linear_mechanisms())  # the linear mechanisms' keys
 # K ≠ V so that the hand count of the cache cannot mix them up; T = 19 is not a multiple of the chunk size.
 CONFIG = MixerConfig(d_model=16, n_heads=2, head_k=8, head_v=4, conv_size=4, gate_rank=4, chunk_size=8)
 B, T = 2, 19
 
 
-def make_mixer(stage: str) -> LinearMemoryMixer:
+def make_mixer(mechanism: str) -> LinearMemoryMixer:
     with torch.random.fork_rng():
         torch.manual_seed(0)
-        return LinearMemoryMixer(stage, CONFIG).double()
+        return LinearMemoryMixer(mechanism, CONFIG).double()
 
 
 def make_x(T: int = T, seed: int = 0) -> torch.Tensor:
@@ -37,9 +37,9 @@ def decode(mixer, x, cache=None):
     return torch.cat(ys, dim=1), cache
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_chunk_recurrent_parallel_and_token_by_token_decoding_agree(stage):
-    mixer, x = make_mixer(stage), make_x()
+@pytest.mark.parametrize("mechanism", LINEAR)
+def test_chunk_recurrent_parallel_and_token_by_token_decoding_agree(mechanism):
+    mixer, x = make_mixer(mechanism), make_x()
     y, state = mixer(x, use_cache=True)
     y_decoded, decoded = decode(mixer, x)
     assert y.shape == (B, T, CONFIG.d_model)
@@ -50,9 +50,9 @@ def test_chunk_recurrent_parallel_and_token_by_token_decoding_agree(stage):
     assert decoded.length == state.length == T
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_prompt_in_two_calls_through_the_cache_equals_one_call(stage):
-    mixer, x = make_mixer(stage), make_x()
+@pytest.mark.parametrize("mechanism", LINEAR)
+def test_prompt_in_two_calls_through_the_cache_equals_one_call(mechanism):
+    mixer, x = make_mixer(mechanism), make_x()
     y, state = mixer(x, use_cache=True)
     y_first, cache = mixer(x[:, :7], use_cache=True)
     y_second, cache = mixer(x[:, 7:], cache=cache)
@@ -64,9 +64,9 @@ def test_prompt_in_two_calls_through_the_cache_equals_one_call(stage):
     assert cache.length == T
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_cache_size_is_independent_of_length_and_matches_the_hand_count(stage):
-    mixer = make_mixer(stage)
+@pytest.mark.parametrize("mechanism", LINEAR)
+def test_cache_size_is_independent_of_length_and_matches_the_hand_count(mechanism):
+    mixer = make_mixer(mechanism)
     H, K, V, size = CONFIG.n_heads, CONFIG.head_k, CONFIG.head_v, CONFIG.conv_size
     prompt = make_x(3)
     sizes = {}
@@ -75,18 +75,18 @@ def test_cache_size_is_independent_of_length_and_matches_the_hand_count(stage):
         _, cache = decode(mixer, make_x(n, seed=1), cache)
         assert cache.length == 3 + n
         sizes[n] = (cache.nbytes, cache.recurrent_nbytes)
-    options = mechanism(stage).layer
+    options = MECHANISMS[mechanism].layer
     state_elements = H * K * V + (H * K if options.normalize else 0)  # + the normaliser column z
     conv_elements = (size - 1) * (H * K + H * K + H * V) if options.conv else 0  # q, k, v
     fp64 = 8
     assert sizes[5] == sizes[50] == (B * (state_elements + conv_elements) * fp64, B * state_elements * fp64)
 
 
-@pytest.mark.parametrize("stage", STAGES)
-def test_block_runs_and_is_causal(stage):
+@pytest.mark.parametrize("mechanism", LINEAR)
+def test_block_runs_and_is_causal(mechanism):
     with torch.random.fork_rng():
         torch.manual_seed(1)
-        block = Block(make_mixer(stage), CONFIG.d_model).double()
+        block = Block(make_mixer(mechanism), CONFIG.d_model).double()
     x = make_x()
     t = 10
     changed = torch.cat([x[:, : t + 1], make_x(seed=1)[:, t + 1 :]], dim=1)

@@ -13,7 +13,7 @@ import torch
 
 from lineage import lab, mechanisms, schedules, stages
 from lineage.measure import bench, footprints, verify
-from lineage.mechanisms import MECHANISMS, LayerOptions, Mechanism, StageRow, linear_mechanisms, mechanism
+from lineage.mechanisms import MECHANISMS, LayerOptions, Mechanism, Narrative, linear_mechanisms, mechanism
 from lineage.models import hybrid
 from lineage.models.layers import LinearMemoryMixer, MixerConfig
 from lineage.ops.recurrence import run_memory
@@ -51,7 +51,7 @@ TOY = Mechanism(
     colour="#123456",
     stage="toy_decay",
     layer=LayerOptions(gate_form="softplus"),
-    row=StageRow(
+    narrative=Narrative(
         representative="a test",
         summary="Additive state with a scalar decay, no short convolution",
         problem_solved="Shows that one entry adds a mechanism",
@@ -138,12 +138,38 @@ def test_hybrid_builds_every_layer_kind_of_the_table():
     assert y.shape == (1, 3, 16) and len(caches) == len(kinds)
 
 
+def test_hybrid_refuses_a_softmax_kind_it_has_no_layer_for():
+    cache = dataclasses.replace(mechanism("mla"), key="toy_cache", colour="#123456", layer_kind="toy_cache")
+    with mechanisms.registered(cache), pytest.raises(ValueError, match="'toy_cache', a softmax-family layer kind"):
+        hybrid.HybridStack(hybrid.HybridConfig(schedule=("toy_cache",), d_model=16, n_heads=2, head_dim=8))
+
+
 def test_footprint_kinds_come_from_the_table():
     assert tuple(m.key for m in linear_mechanisms()) == schedules.LINEAR_KINDS
     assert tuple(m.key for m in linear_mechanisms() if m.layer.conv) == footprints.CONV_KINDS
     assert footprints.NORMALIZER_KINDS == ("linear_attention",)
     assert set(schedules.LAYER_KINDS) == {*mechanisms.layer_kinds(), "gqa"}, "one list of kinds, plus GQA's layout"
     assert {m.layer_kind for m in mechanisms.softmax_mechanisms()} <= set(schedules.SOFTMAX_KINDS)
+
+
+def test_a_layer_kind_maps_back_to_its_mechanism():
+    for m in MECHANISMS.values():
+        assert mechanisms.layer_mechanism(m.layer_kind) is m
+    assert mechanisms.layer_mechanism("mha").key == "softmax"
+    for not_a_layer in ("softmax", "gqa"):  # a mechanism's key that is not its kind; a layout no model builds
+        with pytest.raises(ValueError, match=f"kind must be a layer kind, one of 'mha'.*got '{not_a_layer}'"):
+            mechanisms.layer_mechanism(not_a_layer)
+
+
+def test_a_stage_is_one_narrative_defined_once():
+    narrative = {f.name for f in dataclasses.fields(mechanisms.Narrative)}
+    stage_fields = [f.name for f in dataclasses.fields(stages.Stage)]
+    assert narrative <= set(stage_fields) and len(stage_fields) == len(set(stage_fields))
+    assert not narrative & {f.name for f in dataclasses.fields(Mechanism)}, "a mechanism holds its narrative whole"
+    for m in MECHANISMS.values():
+        if m.narrative is not None:
+            s = stages.stage(m.key)
+            assert mechanisms.Narrative(**{n: getattr(s, n) for n in narrative}) == m.narrative
 
 
 def test_stage_table_rows_come_from_the_table():
@@ -215,7 +241,7 @@ def test_registered_refuses_a_clash_and_replace_restores_the_entry():
         ({"colour": "blue"}, "colour must be a hex colour"),
         ({"layer": None}, "needs layer options"),
         ({"layer": LayerOptions(gate_form="logsigmoid")}, "gate_form must be one of"),
-        ({"stage": "mamba2"}, "own row exactly when"),
+        ({"stage": "mamba2"}, "own narrative exactly when"),
         ({"key": "toy-decay"}, "Python identifier"),
     ],
 )

@@ -36,30 +36,30 @@ def test_ciede2000_matches_the_published_pairs(lab1, lab2, expected):
 def test_cvd_simulation_merges_red_and_green_but_keeps_grey():
     red, green = palette.hex_to_rgb("#D62728"), palette.hex_to_rgb("#2CA02C")
     normal = palette.ciede2000(palette.to_lab(red), palette.to_lab(green))
-    for kind in palette.CVD_KINDS:
-        seen = palette.simulate_cvd(np.stack([red, green]), kind)
-        assert palette.ciede2000(*palette.to_lab(seen)) < normal / 2, kind
+    for deficiency in palette.CVD_KINDS:
+        seen = palette.simulate_cvd(np.stack([red, green]), deficiency)
+        assert palette.ciede2000(*palette.to_lab(seen)) < normal / 2, deficiency
         for grey in (0.0, 0.5, 1.0):
-            np.testing.assert_allclose(palette.simulate_cvd(np.full(3, grey), kind), grey, atol=2e-3)
-    with pytest.raises(ValueError, match="kind must be one of"):
+            np.testing.assert_allclose(palette.simulate_cvd(np.full(3, grey), deficiency), grey, atol=2e-3)
+    with pytest.raises(ValueError, match="deficiency must be one of"):
         palette.simulate_cvd(red, "tritanopia")
 
 
-@pytest.mark.parametrize("kind", [None, *palette.CVD_KINDS])
-def test_every_two_mechanism_colours_stay_apart(kind):
+@pytest.mark.parametrize("deficiency", [None, *palette.CVD_KINDS])
+def test_every_two_mechanism_colours_stay_apart(deficiency):
     colours = mechanisms.colours()
     assert len(set(colours.values())) == len(colours), "two mechanisms share a colour"
-    distances = palette.cvd_distances(colours, kind)
+    distances = palette.cvd_distances(colours, deficiency)
     close = {pair: round(d, 1) for pair, d in distances.items() if d < palette.MIN_CVD_DELTA_E}
-    assert not close, f"closer than CIEDE2000 {palette.MIN_CVD_DELTA_E} seen as {kind or 'normal'}: {close}"
+    assert not close, f"closer than CIEDE2000 {palette.MIN_CVD_DELTA_E} seen as {deficiency or 'normal'}: {close}"
 
 
 def test_the_distance_check_catches_a_palette_that_merges():
     """The same check on a palette that is fine to normal sight (every pair ≥ 17) but not to red-green blindness."""
     merged = {"orange": "#E69F00", "yellow": "#DDCC00", "red": "#D62728", "green": "#2CA02C"}
     assert min(palette.cvd_distances(merged).values()) > palette.MIN_CVD_DELTA_E
-    for kind, pair in (("deuteranopia", ("red", "green")), ("protanopia", ("orange", "green"))):
-        assert palette.cvd_distances(merged, kind)[pair] < palette.MIN_CVD_DELTA_E, kind
+    for deficiency, pair in (("deuteranopia", ("red", "green")), ("protanopia", ("orange", "green"))):
+        assert palette.cvd_distances(merged, deficiency)[pair] < palette.MIN_CVD_DELTA_E, deficiency
 
 
 def test_stage_colours_come_from_the_table_of_mechanisms():

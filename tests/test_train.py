@@ -128,7 +128,7 @@ def test_learned_layers_open_up_the_gates_beta_and_states_the_model_used():
     tokens = make_batch(TINY, 1, 0).tokens
     logits, layers = learned_layers(model, tokens)
     torch.testing.assert_close(logits, model(tokens))
-    assert [(layer.block, layer.kind) for layer in layers] == [(0, "kda")]  # the hybrid's block 1 is MLA
+    assert [(layer.block, layer.mechanism) for layer in layers] == [(0, "kda")]  # the hybrid's block 1 is MLA
     kda = layers[0]
     H, T, K = 2, TINY.seq_len, 16
     assert kda.alpha.shape == (H, T, K) and kda.beta.shape == (H, T) and kda.states.shape == (T, H, K, K)
@@ -232,7 +232,6 @@ def test_the_recorded_sweep_holds_the_cpu_grid_points_in_order_of_priority():
 
 @pytest.mark.parametrize("front_end", ["conv", "none", "paper"])
 def test_the_front_end_is_the_same_for_every_mixer_or_each_papers_own(front_end):
-    from lineage.mechanisms import mechanism
     from lineage.models.layers import ConvSelfAttention, LinearMemoryMixer
     from lineage.ops.softmax import CausalSelfAttention
 
@@ -241,7 +240,7 @@ def test_the_front_end_is_the_same_for_every_mixer_or_each_papers_own(front_end)
         for block in model.stack.blocks:
             m = block.mixer
             if isinstance(m, LinearMemoryMixer):
-                expected = {"conv": True, "none": False, "paper": mechanism(m.mechanism.key).layer.conv}[front_end]
+                expected = {"conv": True, "none": False, "paper": m.entry.layer.conv}[front_end]
                 assert m.conv == expected and hasattr(m, "convs") == expected, (mixer, front_end)
             elif isinstance(m, CausalSelfAttention):
                 assert isinstance(m, ConvSelfAttention) == (front_end == "conv"), (mixer, front_end)

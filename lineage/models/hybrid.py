@@ -10,7 +10,7 @@ layers for bulk processing, periodic softmax layers for exact retrieval.
 :class:`HybridStack` builds a GPT-2 style stack of pre-norm blocks from a schedule such as
 ``("kda", "kda", "kda", "mla", …)`` and decodes token by token, reporting each layer's cache bytes as it goes.
 Schedules come from :func:`lineage.schedules.periodic_schedule` (and ``KIMI_LINEAR_SCHEDULE`` there); a layer
-kind is any mechanism of :mod:`lineage.mechanisms`.
+kind is any mechanism's ``layer_kind`` in :mod:`lineage.mechanisms` ("mha" for softmax attention).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from lineage import checks
-from lineage.mechanisms import layer_kinds
+from lineage.mechanisms import layer_kinds, layer_mechanism
 from lineage.models.layers import Block, ConvSelfAttention, LinearMemoryMixer, MixerConfig
 from lineage.models.mla import MLA
 from lineage.ops.softmax import CausalSelfAttention
@@ -59,7 +59,10 @@ class HybridStack(nn.Module):
         mixer_cfg = MixerConfig(d_model=D, n_heads=H, head_k=Dh, head_v=Dh, conv=config.conv)
         blocks = []
         for kind in config.schedule:
-            if kind == "mla":  # Kimi Linear's MLA is NoPE: no rotary position encoding
+            m = layer_mechanism(kind)
+            if m.is_linear:
+                mixer = LinearMemoryMixer(m.key, mixer_cfg)
+            elif kind == "mla":  # Kimi Linear's MLA is NoPE: no rotary position encoding
                 mixer = MLA(
                     D,
                     H,
@@ -72,7 +75,7 @@ class HybridStack(nn.Module):
             elif kind == "mha":
                 mixer = ConvSelfAttention(D, H) if config.conv else CausalSelfAttention(D, H)
             else:
-                mixer = LinearMemoryMixer(kind, mixer_cfg)
+                raise ValueError(f"schedule names {kind!r}, a softmax-family layer kind that has no layer here")
             blocks.append(Block(mixer, D))
         self.blocks = nn.ModuleList(blocks)
         self.ln_f = nn.LayerNorm(D)

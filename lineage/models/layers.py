@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lineage import checks
-from lineage.mechanisms import linear_mechanisms, mechanism
+from lineage.mechanisms import linear_mechanisms
 from lineage.ops.softmax import CausalSelfAttention, softmax_attention
 
 
@@ -95,20 +95,26 @@ class MemoryState:
 
 
 class LinearMemoryMixer(nn.Module):
-    """A linear-memory token mixer for one mechanism of the lineage (a key of :func:`linear_mechanisms`)."""
+    """A linear-memory token mixer for one mechanism of the lineage.
 
-    def __init__(self, kind: str, config: MixerConfig | None = None):
+    ``mechanism`` is the mechanism's key (one of :func:`linear_mechanisms`); ``self.entry`` is its entry in the table,
+    whose attributes (write rule, gate, layer options) decide every branch of the layer.
+    """
+
+    def __init__(self, mechanism: str, config: MixerConfig | None = None):
         super().__init__()
-        linear = ", ".join(repr(m.key) for m in linear_mechanisms())
-        if kind not in {m.key for m in linear_mechanisms()}:
-            raise ValueError(f"kind must be a linear-memory mechanism, one of {linear}, got {kind!r}")
+        linear = {m.key: m for m in linear_mechanisms()}
+        if mechanism not in linear:
+            raise ValueError(
+                f"mechanism must be a linear-memory mechanism, one of {', '.join(map(repr, linear))}, got {mechanism!r}"
+            )
         cfg = config or MixerConfig()
         for name in ("d_model", "n_heads", "head_k", "head_v", "conv_size", "gate_rank"):
             checks.positive_int(name, getattr(cfg, name))
         if cfg.chunk_size is not None:
             checks.positive_int("chunk_size", cfg.chunk_size)
-        self.mechanism, self.cfg = mechanism(kind), cfg
-        self.options = lay = self.mechanism.layer
+        self.mechanism, self.entry, self.cfg = mechanism, linear[mechanism], cfg
+        self.options = lay = self.entry.layer
         self.conv = lay.conv if cfg.conv is None else cfg.conv
         H, K, V, D = cfg.n_heads, cfg.head_k, cfg.head_v, cfg.d_model
         self.q_proj = nn.Linear(D, H * K, bias=False)
@@ -119,13 +125,13 @@ class LinearMemoryMixer(nn.Module):
             self.convs = nn.ModuleDict(
                 {n: ShortConv(c, cfg.conv_size) for n, c in (("q", H * K), ("k", H * K), ("v", H * V))}
             )
-        if self.mechanism.rule == "delta":
+        if self.entry.rule == "delta":
             self.b_proj = nn.Linear(D, H, bias=True)
-        if self.mechanism.gate == "scalar":  # Mamba-2 style: Δ = softplus(W x + dt_bias), log α = −exp(A_log) Δ
+        if self.entry.gate == "scalar":  # Mamba-2 style: Δ = softplus(W x + dt_bias), log α = −exp(A_log) Δ
             self.a_proj = nn.Linear(D, H, bias=False)
             self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
             self.dt_bias = nn.Parameter(_dt_bias_init(H))
-        elif self.mechanism.gate == "channel":  # low-rank W↑ W↓ x, one decay per key channel
+        elif self.entry.gate == "channel":  # low-rank W↑ W↓ x, one decay per key channel
             self.g_down = nn.Linear(D, cfg.gate_rank, bias=False)
             self.g_up = nn.Linear(cfg.gate_rank, H * K, bias=False)
             if lay.gate_form == "softplus":
@@ -146,7 +152,7 @@ class LinearMemoryMixer(nn.Module):
 
     def gates(self, x: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         """The log-gate g ([B, H, T] or [B, H, T, K]) and β ([B, H, T]) this layer computes from x [B, T, D]."""
-        m, K = self.mechanism, self.cfg.head_k
+        m, K = self.entry, self.cfg.head_k
         g = beta = None
         if m.gate == "scalar":
             g = -torch.exp(self.A_log)[:, None] * self.step_size(x)  # (B, H, T): log α = A·Δ
@@ -193,7 +199,7 @@ class LinearMemoryMixer(nn.Module):
         if lay.step_scaled_values:  # Mamba-2's SSD symbols: C = q, B = k, x·Δ = v, A·Δ = g, read scale 1
             v, kw["scale"] = v * self.step_size(x)[..., None], 1.0
         with checks.values_checked():  # q, k, v, g, β are computed from the checked x: no second scan
-            o, S = self.mechanism.call(q, k, v, g, beta, **kw)
+            o, S = self.entry.call(q, k, v, g, beta, **kw)
         if lay.output_gate != "none":
             gate = self._heads(self.og_up(self.og_down(x)), V)
             gate = torch.sigmoid(gate) if lay.output_gate == "sigmoid" else F.silu(gate)
@@ -232,7 +238,7 @@ class ConvSelfAttention(CausalSelfAttention):
         )
         q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
         with checks.values_checked():  # q, k, v are computed from the checked x
-            o, _ = softmax_attention(q, k, v)
+            o, _ = softmax_attention(q, k, v, mode="parallel")
         return self.c_proj(o.transpose(1, 2).reshape(B, T, self.d_model)), None
 
 

@@ -37,21 +37,22 @@ import torch.nn.functional as F
 from torch import nn
 
 from lineage import checks
-from lineage.mechanisms import linear_mechanisms, mechanism
+from lineage.mechanisms import layer_mechanism, linear_mechanisms, mechanism
 from lineage.models.hybrid import HybridConfig, seeded_stack
 from lineage.models.layers import LinearMemoryMixer, MixerConfig
-from lineage.schedules import periodic_schedule
+from lineage.schedules import LINEAR_KINDS, periodic_schedule
 
-LINEAR_MIXERS = tuple(m.key for m in linear_mechanisms())  # the table of mechanisms' linear family, in its order
+# The LM mixers: softmax attention, every linear mechanism of the table (their keys, in its order), and the hybrid.
+LINEAR_MIXERS = tuple(m.key for m in linear_mechanisms())
 MIXERS = ("softmax", *LINEAR_MIXERS, "hybrid")
-CONTROLS = ("identity",)
+CONTROLS = ("identity",)  # mixers that are not memories: the no-mixing control
 FRONT_ENDS = ("conv", "none", "paper")  # short conv on q, k, v for every mixer | for none | as each paper has it
 CONV_SIZE = MixerConfig().conv_size  # the short convolution's width (Kimi Linear: 4)
 
 
 @dataclass(frozen=True)
 class LMConfig:
-    mixer: str = "deltanet"  # one of MIXERS, or "identity" (the no-memory control)
+    mixer: str = "deltanet"  # the LM mixer: one of MIXERS, or "identity" (the no-memory control)
     vocab_size: int = 64  # must cover the task's tokens
     max_len: int = 64  # positions the learned position embedding covers (≥ the task's seq_len)
     d_model: int = 64  # residual width; heads split it: head_dim = d_model / n_heads = K = V of each state
@@ -79,8 +80,9 @@ class LMConfig:
         """The layer kind of every block, bottom to top (kinds of :class:`lineage.models.hybrid.HybridStack`)."""
         if self.mixer == "hybrid":
             return periodic_schedule(self.n_layers, self.hybrid_every, base="kda", kind="mla")
-        kind = {"softmax": "mha", "identity": "linear_attention"}.get(self.mixer, self.mixer)
-        return (kind,) * self.n_layers
+        if self.mixer == "identity":  # the control's mixers are replaced by NoMixing: placeholders of the first kind
+            return (LINEAR_KINDS[0],) * self.n_layers
+        return (mechanism(self.mixer).layer_kind,) * self.n_layers
 
     @property
     def state_numbers(self) -> int:
@@ -105,16 +107,16 @@ class LMConfig:
         kinds = set(self.schedule) if self.mixer != "identity" else set()
         out = dict(state=0, normaliser=0, conv=0, per_token=0)
         for kind in kinds:
-            if kind == "mha":
-                out["per_token"] += 2 * H * hd
-                out["conv"] += (CONV_SIZE - 1) * 3 * self.d_model if self.conv else 0
+            m = layer_mechanism(kind)
+            if m.is_linear:
+                out["state"] += H * hd * hd
+                out["normaliser"] += H * hd if m.keeps_normaliser else 0
+                out["conv"] += (CONV_SIZE - 1) * 3 * H * hd if (m.layer.conv if self.conv is None else self.conv) else 0
             elif kind == "mla":
                 out["per_token"] += self.d_model // 2 + HybridConfig().rope_dim  # the latent and the shared key part
-            else:
-                layer = mechanism(kind).layer
-                out["state"] += H * hd * hd
-                out["normaliser"] += H * hd if layer.normalize else 0
-                out["conv"] += (CONV_SIZE - 1) * 3 * H * hd if (layer.conv if self.conv is None else self.conv) else 0
+            else:  # "mha": GPT-2's attention keeps every key and value
+                out["per_token"] += 2 * H * hd
+                out["conv"] += (CONV_SIZE - 1) * 3 * self.d_model if self.conv else 0
         return out
 
     def to_dict(self) -> dict:
@@ -210,14 +212,14 @@ class LearnedLayer:
 
     Attributes:
         block: the layer's position in the stack (0 = bottom).
-        kind: its mechanism.
+        mechanism: its mechanism's key.
         alpha: the decay it applied, α = exp(g): [H, T] (one per head), [H, T, K] (one per key channel), or None.
         beta: its write strength per token, [H, T], or None (additive write).
         states: S_t after every token, [T, H, K, V] (linear attention's normaliser column left out).
     """
 
     block: int
-    kind: str
+    mechanism: str
     alpha: np.ndarray | None
     beta: np.ndarray | None
     states: np.ndarray
@@ -257,7 +259,7 @@ def learned_layers(model: LM, tokens: torch.Tensor) -> tuple[torch.Tensor, list[
             layers.append(
                 LearnedLayer(
                     block=blocks.index(mixer),
-                    kind=mixer.mechanism.key,
+                    mechanism=mixer.mechanism,
                     alpha=None if g is None else torch.exp(g[0]).numpy(),
                     beta=None if beta is None else beta[0].numpy(),
                     states=torch.stack(states).numpy(),

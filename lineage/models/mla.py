@@ -269,7 +269,7 @@ class MLA(nn.Module):
             v = torch.einsum("hvr,btr->bhtv", W_uv, c_kv)  # (B, H, T, v)
             k = torch.cat([k_nope, k_rope[:, None].expand(B, H, T, R)], dim=-1)  # (B, H, T, nope + R)
             with checks.values_checked():  # projections of the checked x
-                o, _ = softmax_attention(torch.cat([q_nope, q_rope], dim=-1), k, v, scale=self.scale)
+                o, _ = softmax_attention(torch.cat([q_nope, q_rope], dim=-1), k, v, scale=self.scale, mode="parallel")
         else:
             # 3b. absorbed form: MQA over latents. q_lat = [W_ukᵀ q_nope, q_rope], keys [c_kv, k_rope], values c_kv
             q_lat = torch.cat([torch.einsum("bhtd,hdr->bhtr", q_nope, W_uk), q_rope], dim=-1)  # (B, H, T, r + R)
@@ -278,7 +278,9 @@ class MLA(nn.Module):
             # copy of r + R numbers per cached token per step, where a fused decoding kernel would read in place)
             past = KVCache.from_tensors(cache.latent[:, None], cache.c_kv[:, None])
             with checks.values_checked():  # projections of the checked x, and the cache's own contents
-                o_lat, _ = softmax_attention(q_lat, k_lat, c_kv[:, None], scale=self.scale, initial_state=past)
+                o_lat, _ = softmax_attention(
+                    q_lat, k_lat, c_kv[:, None], scale=self.scale, initial_state=past, mode="parallel"
+                )
             o = torch.einsum("bhtr,hvr->bhtv", o_lat, W_uv)  # (B, H, T, v)
 
         if cache is None and use_cache:

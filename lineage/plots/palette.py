@@ -62,7 +62,7 @@ STATE_SCALE = "RdBu_r"  # the state S_t's colour scale on every page (lineage.pl
 # has the other dash), its marker the write rule (None: the softmax family, which keeps a cache).
 GATE_DASH = {"none": "solid", "scalar": "dash", "channel": "dot"}
 RULE_MARKER = {None: "square", "additive": "circle", "delta": "diamond"}
-HYBRID_LINE = dict(dash="dashdot", marker="star")  # the hybrid's schedule of KDA and MLA layers
+HYBRID_LINE = dict(dash="dashdot", marker="star")  # a stage of more than one mechanism: the hybrid's KDA and MLA
 
 # Machado et al. (2009), Table 1 at severity 1.0: linear RGB of the normal view -> linear RGB of the simulated view.
 CVD_MATRICES = {
@@ -115,14 +115,15 @@ def _gamma(lin: np.ndarray) -> np.ndarray:
     return np.where(lin <= 0.0031308, 12.92 * lin, 1.055 * lin ** (1 / 2.4) - 0.055)
 
 
-def simulate_cvd(rgb: np.ndarray, kind: str) -> np.ndarray:
-    """sRGB values in [0, 1] (any shape ending in 3: a colour, a palette, an image) as seen with ``kind``."""
-    if kind not in CVD_MATRICES:
-        raise ValueError(f"kind must be one of {CVD_KINDS}, got {kind!r}")
+def simulate_cvd(rgb: np.ndarray, deficiency: str) -> np.ndarray:
+    """sRGB values in [0, 1] (any shape ending in 3: a colour, a palette, an image) as seen with ``deficiency`` (one
+    of :data:`CVD_KINDS`)."""
+    if deficiency not in CVD_MATRICES:
+        raise ValueError(f"deficiency must be one of {CVD_KINDS}, got {deficiency!r}")
     rgb = np.asarray(rgb, dtype=np.float64)
     if rgb.shape[-1] != 3:
         raise ValueError(f"rgb must end in 3 channels, got shape {rgb.shape}")
-    return _gamma(_linear(rgb) @ CVD_MATRICES[kind].T)
+    return _gamma(_linear(rgb) @ CVD_MATRICES[deficiency].T)
 
 
 def to_lab(rgb: np.ndarray) -> np.ndarray:
@@ -168,25 +169,27 @@ def ciede2000(lab1: np.ndarray, lab2: np.ndarray) -> np.ndarray:
     return np.sqrt((dL / S_L) ** 2 + (dC / S_C) ** 2 + (dH / S_H) ** 2 + R_T * (dC / S_C) * (dH / S_H))
 
 
-def cvd_distances(colors: dict[str, str], kind: str | None = None) -> dict[tuple[str, str], float]:
-    """CIEDE2000 between every two of ``colors`` (name -> hex), as seen normally (``kind`` None) or with ``kind``."""
+def cvd_distances(colors: dict[str, str], deficiency: str | None = None) -> dict[tuple[str, str], float]:
+    """CIEDE2000 between every two of ``colors`` (name -> hex), as seen normally (``deficiency`` None) or with
+    ``deficiency``."""
     names = list(colors)
     rgb = np.stack([hex_to_rgb(colors[n]) for n in names])
-    lab = to_lab(rgb if kind is None else simulate_cvd(rgb, kind))
+    lab = to_lab(rgb if deficiency is None else simulate_cvd(rgb, deficiency))
     return {(a, b): float(ciede2000(lab[i], lab[j])) for i, a in enumerate(names) for j, b in enumerate(names) if i < j}
 
 
-def mechanism_colour(key: str) -> str:
-    """The colour of a mechanism ("softmax", "mla", "linear_attention", …) on every chart: its registry entry's."""
-    return mechanisms.mechanism(key).colour
+def mechanism_colour(mechanism: str) -> str:
+    """The colour of ``mechanism`` (a mechanism's key: "softmax", "mla", "linear_attention", …) on every chart: its
+    entry's in the table."""
+    return mechanisms.mechanism(mechanism).colour
 
 
 def stage_mechanism(stage_key: str) -> mechanisms.Mechanism:
     """The mechanism a stage is drawn as: of the mechanisms it runs, the one whose stage it is (GPT-2: softmax; the
     hybrid: MLA, the layer it adds to KDA), else its first (the KV cache: softmax attention)."""
-    stage = stages.stage(stage_key)
-    own = [k for k in stage.mechanisms if mechanisms.mechanism(k).stage == stage.key]
-    return mechanisms.mechanism(own[0] if own else stage.mechanisms[0])
+    s = stages.stage(stage_key)
+    own = [mechanism for mechanism in s.mechanisms if mechanisms.mechanism(mechanism).stage == s.key]
+    return mechanisms.mechanism(own[0] if own else s.mechanisms[0])
 
 
 def stage_colour(stage_key: str) -> str:
@@ -194,18 +197,19 @@ def stage_colour(stage_key: str) -> str:
     return stage_mechanism(stage_key).colour
 
 
-def mechanism_line(key: str, *, width: float = 3.0) -> tuple[dict, dict]:
-    """(line, marker) entries of a trace that draws mechanism ``key``: its colour, its gate's dash, its rule's
-    marker — the same on every chart."""
-    m = mechanisms.mechanism(key)
+def mechanism_line(mechanism: str, *, width: float = 3.0) -> tuple[dict, dict]:
+    """(line, marker) entries of a trace that draws ``mechanism`` (a mechanism's key): its colour, its gate's dash,
+    its rule's marker — the same on every chart."""
+    m = mechanisms.mechanism(mechanism)
     line = dict(color=m.colour, dash=GATE_DASH[m.gate], width=width)
     return line, dict(color=m.colour, symbol=RULE_MARKER[m.rule], size=8)
 
 
 def stage_line(stage_key: str, *, width: float = 3.0) -> tuple[dict, dict]:
-    """(line, marker) entries of a trace that draws a stage: its mechanism's, the hybrid's own dash and marker."""
+    """(line, marker) entries of a trace that draws a stage: its mechanism's; a stage whose layers are of more than
+    one mechanism (the hybrid) takes :data:`HYBRID_LINE`'s dash and marker, apart from the mechanism it is drawn as."""
     line, marker = mechanism_line(stage_mechanism(stage_key).key, width=width)
-    if stage_key == "hybrid":
+    if len(stages.stage(stage_key).mechanisms) > 1:
         line["dash"], marker["symbol"] = HYBRID_LINE["dash"], HYBRID_LINE["marker"]
     return line, marker
 

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lineage.inputs import as_recurrence, run_mechanism
 from lineage.lab import SHARP_SCALE
 from lineage.measure import footprints
 from lineage.mechanisms import mechanism
 from lineage.ops.linear_attention import NORMALIZER_EPS
-from lineage.stages import stage
+from lineage.stages import Stage, stage
 from lineage.teach import stage_runs
 from lineage.teach.story import FILLER, SWITCH, Fact, Query, Story, story_tensors, token_vectors
 
@@ -50,20 +51,20 @@ class Knobs:
     feature_map: str = STORY_FEATURE_MAP  # linear attention's φ
 
 
+def _story_inputs(s: Stage, story: Story, knobs: Knobs) -> tuple:
+    """The story as the inputs of stage ``s`` (a linear-memory row of the stage table), with the knobs' gates and β."""
+    if not s.in_grid:
+        raise ValueError(f"stage {s.key!r} is not a linear-memory stage")
+    beta = knobs.beta if s.rule == "delta" else None
+    return story_tensors(story, s.gate, alpha_keep=knobs.alpha_keep, alpha_switch=knobs.alpha_switch, beta=beta)
+
+
 def run_story(
     stage_key: str, story: Story, knobs: Knobs = Knobs(), *, chunk_size: int = 16, repeats: int = 1
 ) -> stage_runs.StageRun:
     """Run a linear-memory stage on the story: reference recurrence with its trace, chunked and parallel forms."""
     s = stage(stage_key)
-    if not s.in_grid:
-        raise ValueError(f"stage {stage_key!r} is not a linear-memory stage")
-    inputs = story_tensors(
-        story,
-        s.gate,
-        alpha_keep=knobs.alpha_keep,
-        alpha_switch=knobs.alpha_switch,
-        beta=knobs.beta if s.rule == "delta" else None,
-    )
+    inputs = _story_inputs(s, story, knobs)
     return stage_runs.run_stage(
         stage_key,
         story.T,
@@ -89,23 +90,13 @@ Run = stage_runs.StageRun | StoryTrace  # what the claims read: a page's full ru
 
 
 def trace_story(stage_key: str, story: Story, knobs: Knobs = Knobs()) -> StoryTrace:
-    """Run only the reference recurrence of a stage on the story (for the comparison beside a page's own run)."""
-    from lineage.ops.linear_attention import recurrence_inputs
-    from lineage.ops.recurrence import recurrent_memory
-
+    """Run only the reference recurrence of a stage on the story (for the comparison beside a page's own run): the
+    traced loop of :func:`lineage.inputs.run_mechanism` on the inputs :func:`run_story` gives its reference."""
     s = stage(stage_key)
-    if not s.in_grid:
-        raise ValueError(f"stage {stage_key!r} is not a linear-memory stage")
-    q, k, v, g, beta = story_tensors(
-        story,
-        s.gate,
-        alpha_keep=knobs.alpha_keep,
-        alpha_switch=knobs.alpha_switch,
-        beta=knobs.beta if s.rule == "delta" else None,
-    )
-    if mechanism(s.key).keeps_normaliser:  # as lineage.teach.stage_runs.run_stage: φ on q and k, z a column of ones
-        q, k, v = recurrence_inputs(q, k, v, knobs.feature_map)
-    _, _, trace = recurrent_memory(q, k, v, g, beta, rule=s.rule, trace=True)
+    m = mechanism(s.key)
+    q, k, v, g, beta = _story_inputs(s, story, knobs)
+    q, k, v = as_recurrence(m, q, k, v, knobs.feature_map)  # as stage_runs.run_stage: φ on q and k, z a column of ones
+    _, _, trace = run_mechanism(m, q, k, v, g, beta, trace=True)
     return StoryTrace(s.key, k[0, 0].numpy(), trace.states[0, 0])
 
 
@@ -424,7 +415,7 @@ MAMBA2_CLAIM = (
 def forget_claim(stage_key: str, run: Run, story: Story, ungated_run: Run) -> StageClaim:
     """Mamba-2: the gate at the switch clears topic A (and, being one number, everything else). Gated DeltaNet: the
     same gate and the delta rule in one run — topic A forgotten *and* the overwritten fact edited (both numbers)."""
-    additive = mechanism(stage_key).additive  # Mamba-2; Gated DeltaNet writes with the delta rule
+    additive = stage(stage_key).rule == "additive"  # Mamba-2; Gated DeltaNet writes with the delta rule
     if additive and not can_forget(story):
         return _untestable(stage_key, MAMBA2_CLAIM, "share of topic A still held after the switch", story, NEEDS_SWITCH)
     q = story.overwrite
@@ -494,7 +485,7 @@ KDA_CLAIM = (
 
 def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> StageClaim:
     """GLA and KDA: per-channel gates clear topic A's channels and keep the long-lived fact's."""
-    additive = mechanism(stage_key).additive  # GLA; KDA writes with the delta rule
+    additive = stage(stage_key).rule == "additive"  # GLA; KDA writes with the delta rule
     claim = GLA_CLAIM if additive else KDA_CLAIM
     if not story.long_lived or not can_forget(story):
         lacks = ((NEEDS_LONG, not story.long_lived), (NEEDS_SWITCH, not can_forget(story)))

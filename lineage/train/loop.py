@@ -153,7 +153,7 @@ def train(
         wall_seconds=0.0,
         accuracy=0.0,
         best_accuracy=0.0,
-        state_numbers=model_cfg.state_numbers if model_cfg.mixer not in ("softmax", "identity") else 0,
+        state_numbers=model_cfg.carried()["state"],  # one linear layer's H × K × V; 0 where no layer keeps a state
         carried=model_cfg.carried(),
     )
     start, cpu_start = time.perf_counter(), time.thread_time()

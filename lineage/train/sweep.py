@@ -43,7 +43,7 @@ class Block:
     """One cross product of the grid. Lists are the axes; the rest is shared by every point of the block."""
 
     task: str = "mqar"  # "mqar" | "palindrome" | "stack"
-    mixers: tuple[str, ...] = ("softmax", "deltanet")  # keys of lineage.mechanisms; a grid file names its own
+    mixers: tuple[str, ...] = ("softmax", "deltanet")  # LM mixers (lineage.models.lm.MIXERS); a grid file names its own
     front_ends: tuple[str, ...] = ("conv",)  # lineage.models.lm.FRONT_ENDS: "conv" for every mixer, "none", "paper"
     pairs: tuple[int, ...] = (4,)  # MQAR key–value pairs (other tasks: leave at one value)
     lengths: tuple[int, ...] = (32,)  # tokens per sequence
