@@ -9,9 +9,11 @@ import streamlit as st
 import torch
 
 from ui import first_chart, limits, links, player
-from ui.classroom import presenter_requested, presenter_setup, tour_nav
-from ui.common import BUSY_TEXT, seed_from_link, sidebar_controls
 from ui.nav import DEFAULT_PAGE, DEFAULT_URL_PATH, HOME_ALIAS, NAV_EXPANDED, PAGES, SECTIONS, entry_for
+from ui.presenter import presenter_requested, presenter_setup
+from ui.running import BUSY_TEXT
+from ui.session import seed_from_link, sidebar_controls
+from ui.tour import tour_nav
 
 ROOT = Path(__file__).parent
 

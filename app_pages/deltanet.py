@@ -9,20 +9,12 @@ from lineage.ops.deltanet import deltanet
 from lineage.teach import claims, stage_runs
 from lineage.teach.equations import chunked_delta
 from lineage.teach.story import story_for
-from ui.classroom import chart, prose, step_control
-from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.controls import size_controls, step_control
+from ui.display import chart, prose, show_code, stage_header, what_to_notice
 from ui.real_size import real_size_section
-from ui.story import (
-    checked_line,
-    code_excerpts,
-    equation_panel,
-    inputs_choice,
-    show_claim,
-    story_chart,
-    story_input,
-    top_slot,
-    written_link,
-)
+from ui.running import run_or_stop
+from ui.session import seed
+from ui.story import claim_slot, code_excerpts, equation_panel, inputs_choice, story_input, top_slot, written_link
 
 COMPARE_BETAS = (0.1, 0.5, 1.0)  # the write strengths drawn beside the chosen one
 
@@ -122,13 +114,7 @@ st.markdown(
     "correction it wrote and the state after it. Keys are unit vectors, as DeltaNet's layer makes them."
 )
 step = step_control("deltanet", T)
-with top:
-    if out["story"] is not None:
-        show_claim(out["claim"])
-        story_chart("deltanet", run, out["story"], start=step)
-    else:
-        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
-    checked_line(run)
+claim_slot(top, "deltanet", out, step=step)
 
 chart(
     plots.delta_rule_steps(

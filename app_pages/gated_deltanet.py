@@ -8,20 +8,12 @@ from lineage import plots
 from lineage.ops.gated_deltanet import gated_deltanet
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import story_for
-from ui.classroom import chart, prose, step_control
-from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.controls import size_controls, step_control
+from ui.display import chart, prose, show_code, stage_header, what_to_notice
 from ui.real_size import real_size_section
-from ui.story import (
-    checked_line,
-    equation_panel,
-    gate_controls,
-    inputs_choice,
-    show_claim,
-    story_chart,
-    story_input,
-    top_slot,
-    written_link,
-)
+from ui.running import run_or_stop
+from ui.session import seed
+from ui.story import claim_slot, equation_panel, gate_controls, inputs_choice, story_input, top_slot, written_link
 
 stage_header("gated_deltanet")
 top = top_slot()
@@ -122,13 +114,7 @@ gate = run.trace.decay[0, 0][:, 0]  # α_t, one per step
 
 st.subheader("The live run")
 step = step_control("gated_deltanet", T)
-with top:
-    if inputs == "story":
-        show_claim(out["claim"])
-        story_chart("gated_deltanet", run, out["story"], start=step)
-    else:
-        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
-    checked_line(run)
+claim_slot(top, "gated_deltanet", out, step=step)
 chart(
     plots.over_time(
         {"α_t (keep)": gate, "β_t (write strength)": run.beta},

@@ -8,17 +8,17 @@ from lineage import plots
 from lineage.ops.gla import gla
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import story_for
-from ui.classroom import chart, prose, step_control
-from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.controls import size_controls, step_control
+from ui.display import chart, prose, show_code, stage_header, what_to_notice
 from ui.real_size import real_size_section
+from ui.running import run_or_stop
+from ui.session import seed
 from ui.story import (
-    checked_line,
+    claim_slot,
     equation_panel,
     gate_controls,
     held_rows,
     inputs_choice,
-    show_claim,
-    story_chart,
     story_input,
     top_slot,
     written_link,
@@ -91,20 +91,14 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, written: str = 
 
 if inputs == "story":
     out = run_or_stop(on_story, T, K, V, keep, switch, written_link() if written else "")
-    run = out["run"]
 else:
-    run = run_or_stop(live, T, K, V, seed(), alpha, alpha_min, jitter)
+    out = {"run": run_or_stop(live, T, K, V, seed(), alpha, alpha_min, jitter)}
+run = out["run"]
 gates = run.trace.decay[0, 0]  # [T, K]: α_t of every key channel
 
 st.subheader("The live run")
 step = step_control("gla", T)
-with top:
-    if inputs == "story":
-        show_claim(out["claim"])
-        story_chart("gla", run, out["story"], start=step)
-    else:
-        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
-    checked_line(run)
+claim_slot(top, "gla", out, step=step)
 chart(
     plots.gates_by_channel(gates, title="One gate per key channel, at every step"),
     key="gla_gates",

@@ -10,19 +10,21 @@ from lineage.ops.softmax import CausalSelfAttention, decode_recompute
 from lineage.plots.story import attention_story
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import MIN_T, story_for
-from ui.classroom import chart, controls_row, prose, step_control
-from ui.common import (
-    cap_note,
-    capped_slider,
-    caps,
-    run_or_stop,
-    seed,
-    show_code,
-    stage_header,
-    what_to_notice,
-    written_length_note,
+from ui.caps import caps
+from ui.controls import cap_note, capped_slider, controls_row, step_control, written_length_note
+from ui.display import chart, prose, show_code, stage_header, what_to_notice
+from ui.running import run_or_stop
+from ui.session import seed
+from ui.story import (
+    equation_panel,
+    inputs_choice,
+    show_claim,
+    story_input,
+    story_key,
+    story_only,
+    top_slot,
+    written_link,
 )
-from ui.story import equation_panel, inputs_choice, show_claim, story_input, story_key, top_slot, written_link
 
 stage_header("gpt2")
 top = top_slot()
@@ -113,7 +115,7 @@ with top:
         )
         story_key(story)
     else:
-        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
+        story_only()
         chart(
             plots.attention_growth(
                 run.trace.attn, start=step, title="Head 0's attention: one new query row per generated token"

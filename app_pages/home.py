@@ -9,10 +9,10 @@ import streamlit as st
 from lineage import plots, stages
 from lineage.measure import footprints
 from lineage.teach import ledger
-from ui.classroom import chart, prose, start_tour
-from ui.common import markdown_table
+from ui.display import chart, markdown_table, prose
 from ui.first_chart import defer_rest
 from ui.nav import PAGES
+from ui.tour import start_tour
 
 st.title("Attention Lineage")
 prose(

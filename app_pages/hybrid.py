@@ -10,9 +10,12 @@ from lineage.models import hybrid
 from lineage.plots.story import crossover
 from lineage.teach import claims, ledger
 from lineage.teach.story import story_for
-from ui.classroom import cap_notes, chart, step_control
-from ui.common import cap_note, capped_slider, caps, run_or_stop, seed, show_code, stage_header, what_to_notice
-from ui.story import checked_line, equation_panel, show_claim, story_chart, story_input, top_slot, written_link
+from ui.caps import caps
+from ui.controls import cap_note, cap_notes, capped_slider, step_control
+from ui.display import chart, show_code, stage_header, what_to_notice
+from ui.running import run_or_stop
+from ui.session import seed
+from ui.story import claim_slot, equation_panel, story_input, top_slot, written_link
 
 K3 = footprints.PARAMETER_FACTS["kimi-k3"]
 KIMI = footprints.MODELS["kimi-linear-48b"]
@@ -33,10 +36,7 @@ def needle(T: int, written: str = "") -> dict:
 
 written = story_input()
 story_out = run_or_stop(needle, 32, written_link() if written else "")
-with top:
-    show_claim(story_out["claim"])
-    story_chart("hybrid", story_out["run"], story_out["story"], start=story_out["story"].T - 1)
-    checked_line(story_out["run"])
+claim_slot(top, "hybrid", story_out, step=story_out["story"].T - 1)
 st.markdown(
     f"""
 A KDA layer's memory is a fixed set of matrices. That is why it is cheap, and also its limit: squeeze a long

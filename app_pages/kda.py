@@ -8,17 +8,17 @@ from lineage import plots
 from lineage.ops.kda import kda
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import story_for
-from ui.classroom import chart, prose, step_control
-from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.controls import size_controls, step_control
+from ui.display import chart, prose, show_code, stage_header, what_to_notice
 from ui.real_size import real_size_section
+from ui.running import run_or_stop
+from ui.session import seed
 from ui.story import (
-    checked_line,
+    claim_slot,
     equation_panel,
     gate_controls,
     held_rows,
     inputs_choice,
-    show_claim,
-    story_chart,
     story_input,
     top_slot,
     written_link,
@@ -123,13 +123,7 @@ gates = run.trace.decay[0, 0]  # [T, K]: α_t of every key channel
 
 st.subheader("The live run")
 step = step_control("kda", T)
-with top:
-    if inputs == "story":
-        show_claim(out["claim"])
-        story_chart("kda", run, out["story"], start=step)
-    else:
-        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
-    checked_line(run)
+claim_slot(top, "kda", out, step=step)
 chart(
     plots.gates_by_channel(gates, title="KDA: one gate per key channel, at every step"),
     key="kda_gates",

@@ -304,7 +304,7 @@ if trained:
         model = trained["models"][mixer]
         example = make_batch(task, 1, seed())
         logits, layers = learned_layers(model, example.tokens)
-        names = [f"block {layer.block + 1} ({plots.mixer_title(layer.kind)})" for layer in layers]
+        names = [f"block {layer.block + 1} ({plots.mixer_title(layer.mechanism)})" for layer in layers]
         which = q.selectbox("Layer", range(len(layers)), format_func=names.__getitem__, key="learned_memory_layer")
         layer = layers[which]
         H = layer.states.shape[1]
@@ -344,7 +344,7 @@ if trained:
         gate = layer.alpha[head] if layer.alpha is not None and layer.alpha.ndim == 3 else None
         chart(
             plots.state_animation(
-                {f"{plots.mixer_title(layer.kind)} S_t, head {head}": layer.states[:, head]},
+                {f"{plots.mixer_title(layer.mechanism)} S_t, head {head}": layer.states[:, head]},
                 title="The state under the learned gates and β, token by token",
                 gate=gate,
             ),

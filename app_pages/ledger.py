@@ -8,8 +8,8 @@ import streamlit as st
 from lineage import schedules
 from lineage.plots.story import decode_ratio_curves
 from lineage.teach import ledger
-from ui.classroom import chart
-from ui.common import markdown_table, run_or_stop
+from ui.display import chart, markdown_table
+from ui.running import run_or_stop
 
 CONTEXTS = [2**p for p in range(12, 21)]  # 4,096 … 1,048,576 tokens
 BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096])

@@ -9,19 +9,12 @@ from lineage.ops.linear_attention import FEATURE_MAPS, linear_attention
 from lineage.ops.recurrence import parallel_memory
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import story_for
-from ui.classroom import chart, prose, step_control
-from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.controls import size_controls, step_control
+from ui.display import chart, prose, show_code, stage_header, what_to_notice
 from ui.real_size import real_size_section
-from ui.story import (
-    checked_line,
-    equation_panel,
-    inputs_choice,
-    show_claim,
-    story_chart,
-    story_input,
-    top_slot,
-    written_link,
-)
+from ui.running import run_or_stop
+from ui.session import seed
+from ui.story import claim_slot, equation_panel, inputs_choice, story_input, top_slot, written_link
 
 stage_header("linear_attention")
 top = top_slot()
@@ -84,13 +77,7 @@ st.markdown(
     f"of the same {T} tokens would hold {T * (K + V)}, and keep growing."
 )
 step = step_control("linear_attention", T)
-with top:
-    if out["story"] is not None:
-        show_claim(out["claim"])
-        story_chart("linear_attention", run, out["story"], start=step, value_labels=out["story"].column_labels + ["z"])
-    else:
-        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
-    checked_line(run)
+claim_slot(top, "linear_attention", out, step=step, normaliser=True)
 
 chart(
     plots.write_and_state(

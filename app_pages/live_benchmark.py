@@ -9,10 +9,11 @@ from lineage import plots
 from lineage.device import device_info
 from lineage.measure import bench_decode
 from lineage.ops.softmax import decode_step
-from ui.caps import benchmark_memory_bytes
-from ui.classroom import chart, prose
-from ui.common import caps, device_label, remember_measured_bandwidth, run_or_stop, show_code, what_to_notice
+from ui.caps import benchmark_memory_bytes, caps
+from ui.display import chart, prose, show_code, what_to_notice
 from ui.results import BENCHMARKS
+from ui.running import run_or_stop
+from ui.session import device_label, remember_measured_bandwidth
 
 NOISY_SPREAD = 2.0  # a KDA step whose medians differ more than this across contexts was disturbed by other work
 BUDGET_NOTES = {

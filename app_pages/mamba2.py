@@ -9,20 +9,12 @@ from lineage.ops.mamba2 import mamba2
 from lineage.ops.recurrence import parallel_memory
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import story_for
-from ui.classroom import chart, prose, step_control
-from ui.common import run_or_stop, seed, show_code, size_controls, stage_header, what_to_notice
+from ui.controls import size_controls, step_control
+from ui.display import chart, prose, show_code, stage_header, what_to_notice
 from ui.real_size import real_size_section
-from ui.story import (
-    checked_line,
-    equation_panel,
-    gate_controls,
-    inputs_choice,
-    show_claim,
-    story_chart,
-    story_input,
-    top_slot,
-    written_link,
-)
+from ui.running import run_or_stop
+from ui.session import seed
+from ui.story import claim_slot, equation_panel, gate_controls, inputs_choice, story_input, top_slot, written_link
 
 stage_header("mamba2")
 top = top_slot()
@@ -119,13 +111,7 @@ gate = run.trace.decay[0, 0][:, 0]  # α_t, the same for every channel
 
 st.subheader("The live run")
 step = step_control("mamba2", T)
-with top:
-    if inputs == "story":
-        show_claim(out["claim"])
-        story_chart("mamba2", run, out["story"], start=step)
-    else:
-        st.info("The claim is tested on the story: choose the story as inputs below to see it.")
-    checked_line(run)
+claim_slot(top, "mamba2", out, step=step)
 
 a, b = st.columns(2)
 with a:

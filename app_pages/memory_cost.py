@@ -9,9 +9,10 @@ import streamlit as st
 from lineage import plots, schedules
 from lineage.measure import footprints
 from lineage.teach import ledger
-from ui.classroom import chart, prose
-from ui.classroom import table as show_table
-from ui.common import measured_bandwidth, what_to_notice, whole_number_input
+from ui.controls import whole_number_input
+from ui.display import chart, prose, what_to_notice
+from ui.display import table as show_table
+from ui.session import measured_bandwidth
 
 SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # 1 token to 1M = 2^20
 KIMI = "kimi-linear-48b"

@@ -6,10 +6,12 @@ import streamlit as st
 
 from lineage import lab, plots
 from lineage.units import format_bytes
-from ui.caps import capacity_cost
-from ui.classroom import cap_notes, chart, prose
-from ui.classroom import table as show_table
-from ui.common import capped_slider, caps, run_cost_note, run_or_error, seed, show_code
+from ui.caps import capacity_cost, caps
+from ui.controls import cap_notes, capped_slider, run_cost_note
+from ui.display import chart, prose, show_code
+from ui.display import table as show_table
+from ui.running import run_or_error
+from ui.session import seed
 
 CACHE = dict(max_entries=64, ttl=3600, show_spinner=False)
 

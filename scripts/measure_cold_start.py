@@ -49,8 +49,8 @@ from ui.browser import (  # the browser tests' own set-up, so the two measure al
     start_server,
     stop,
 )
-from ui.common import SEED_LABEL
 from ui.nav import PAGES
+from ui.session import SEED_LABEL
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.15  # first chart, over the bare app's

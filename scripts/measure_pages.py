@@ -35,8 +35,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ui.classroom import PRESENT_KEY
 from ui.nav import PAGES
+from ui.presenter import PRESENT_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TARGET_S = 1.0

@@ -24,10 +24,11 @@ LAYERS = {  # the table of docs/ARCHITECTURE.md, "Layers and the import rule"
     "units": 1,
     # 2 the ops: the one recurrence, each stage's op, softmax attention, its cache and IO counts
     "ops": 2,
-    # 3 the tables: the mechanisms, the layer schedules, the stages (in that order: each reads the one before)
+    # 3 the tables: the mechanisms, the layer schedules, the stages, the inputs (in that order: each reads those before)
     "mechanisms": 3.0,
     "schedules": 3.1,
     "stages": 3.2,
+    "inputs": 3.3,  # the inputs of the mechanisms by purpose, and the one way to run one for display
     # 4 nn.Modules built from the table
     "models": 4,
     # 5 measured: benchmarks, verification, the cost catalogue; the Memory lab's experiments

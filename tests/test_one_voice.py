@@ -175,9 +175,9 @@ def test_a_gate_that_fades_everything_is_not_blamed_on_the_switch(story, traces)
 def test_the_ledger_story_rows_are_the_pages_default_runs(story, traces):
     """One number per quantity: the pages' size sliders start at the default story, and the ledger's story rows
     show the numbers the pages open with, in the pages' formats."""
-    from ui import common
+    from ui import controls
 
-    defaults = inspect.signature(common.size_controls).parameters
+    defaults = inspect.signature(controls.size_controls).parameters
     assert (defaults["T"].default, defaults["K"].default, defaults["V"].default) == (DEFAULT_T, DEFAULT_K, DEFAULT_V)
     rows = {r.number: r for r in ledger.ledger()}
     la, dn = (claims.overwrite_error(traces[k], story) for k in ("linear_attention", "deltanet"))

@@ -189,7 +189,7 @@ def offline_context(browser: Browser) -> tuple[BrowserContext, list[str]]:
 # ---- a page, rendered ----------------------------------------------------------------------------------------------
 
 # The run is complete: the script is not running; the sidebar's seed input is there (app.py draws the sidebar's
-# controls after every page, ui.common.stop_page before an early stop; only the first run of home, which its probe
+# controls after every page, ui.running.stop_page before an early stop; only the first run of home, which its probe
 # completes, ends without them: ui.first_chart); nothing is still a loading placeholder; no probe holds the page's rest
 # back; and every Plotly chart has drawn its SVG.
 RENDERED_JS = """() => {

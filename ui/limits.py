@@ -3,7 +3,7 @@
 A live run at its caps holds up to a few hundred MB for about a second (``ui.caps``); sixteen visitors starting one
 together would need gigabytes. ``heavy_slot`` lets ``MAX_HEAVY_RUNS`` of them run at once and queues the rest; a
 visitor in the queue sees a message saying so, and where they are in it, until their run starts. The pages' calls into
-``lineage`` go through ``ui.common.run_or_stop`` / ``run_or_error``, which take a slot; so does the Live benchmark.
+``lineage`` go through ``ui.running.run_or_stop`` / ``run_or_error``, which take a slot; so does the Live benchmark.
 
 One slot per thread: a run that calls another page helper inside its slot does not take a second one (which could
 deadlock once every slot is held by a run waiting for another).

@@ -4,7 +4,7 @@ says about those it cannot use. Nothing a visitor gives is dropped silently.
 A control bound to the URL (``bind="query-params"``) takes a link's value when it is one of the control's values;
 otherwise Streamlit drops it and the control shows its default. ``app.py`` takes the link's values before the page
 runs (``link_values``) and, after it, reports every one the page did not use (``report``): a name no control of the
-page has, or a value its control refused. A page that stops early reports first (``ui.common.run_or_stop``). Size
+page has, or a value its control refused. A page that stops early reports first (``ui.running.run_or_stop``). Size
 controls clamp an over-cap value to the cap before the control is made (``clamp_to_range``) and say so. All of it goes
 through public Streamlit: ``st.query_params`` and ``st.session_state``.
 """
@@ -27,9 +27,9 @@ CARRIED_KEY = "_link_carried"  # what a run that ended early hands to the next (
 JUDGED_KEY = "_link_judged"  # names of the app's own session state a link carried, already reported this session
 OVERSIZED_KEY = "_link_oversized"  # the message for a link past Streamlit's limits, said on the next run
 SIZE_CHECKED_KEY = "_link_size_checked"
-# Not reported: the seed is checked by ui.common (seed_from_link) and the story by ui.story (story_from_link); embed and
-# embed_options are Streamlit's own, which it acts on itself (they hide the app's chrome when it is embedded) and which
-# no widget can be bound to.
+# Not reported: the seed is checked by ui.session (seed_from_link) and the story by ui.story (story_from_link); embed
+# and embed_options are Streamlit's own, which it acts on itself (they hide the app's chrome when it is embedded) and
+# which no widget can be bound to.
 NOT_CONTROLS = frozenset({"seed", "story", "embed", "embed_options"})
 MAX_MESSAGES = 12  # link notices shown at the top of a page; the rest are counted in one more line
 SHOWN_CHARS = 40  # of a value quoted back to the visitor (quote)

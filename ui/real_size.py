@@ -14,8 +14,11 @@ import streamlit as st
 from lineage import plots
 from lineage.device import device_info
 from lineage.teach import real_size
-from ui.classroom import chart, controls_row, prose
-from ui.common import cap_note, capped_slider, caps, run_or_error, seed
+from ui.caps import caps
+from ui.controls import cap_note, capped_slider, controls_row
+from ui.display import chart, prose
+from ui.running import run_or_error
+from ui.session import seed
 
 T_STEP = 256  # the T slider's step and smallest value: whole chunks on every device (32 on a CPU, 64 on a GPU)
 

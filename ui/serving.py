@@ -50,8 +50,9 @@ HEAVY_MODULES = (
     "plotly.graph_objects",
     "lineage.teach.stage_runs",
     "lineage.plots",
-    "ui.classroom",
-    "ui.common",
+    "ui.display",
+    "ui.controls",
+    "ui.running",
 )
 
 

@@ -2,10 +2,15 @@
 
 A stage page opens a slot right under its header (:func:`top_slot`), reads its controls, runs, then fills the slot
 with :func:`show_claim` and its main chart — so the claim and the chart stand first on the page (and on the first
-screen in presenter mode) although the controls that feed them come later in the script.
+screen in presenter mode) although the controls that feed them come later in the script. A linear-memory stage fills
+it with one call, :func:`claim_slot`; the softmax pages draw their own chart beside :func:`show_claim` and
+:func:`story_only`.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import streamlit as st
@@ -18,7 +23,7 @@ from lineage.teach.story import FILLER, FILLER_VALUE, SWITCH, scripted_text
 from lineage.teach.story_text import MAX_NAME, MAX_TEXT, Problem, WrittenStory, cut_story, parse_story, story_link
 from ui import links
 from ui.caps import caps
-from ui.classroom import chart
+from ui.display import chart
 
 INPUTS = {"story": "the story (named facts)", "random": "random vectors"}
 # Every term a slide uses, defined once; the glossary beside each claim shows them.
@@ -286,10 +291,11 @@ def fact_cells(story, column_labels: list[str]) -> tuple[list[int], list[int]]:
     return (rows or list(range(story.K))), (cols or list(range(len(column_labels))))
 
 
-def story_chart(stage_key: str, run, story, *, start: int, value_labels: list[str] | None = None) -> None:
+def story_chart(stage_key: str, run, story, *, start: int, normaliser: bool = False) -> None:
     """The page's main chart: the state as a fact table over the story, with the held answers, the step marker and
-    the step's sentence all in the animation's frames; under it, one line saying what its marks mean."""
-    columns = value_labels or story.column_labels
+    the step's sentence all in the animation's frames; under it, one line saying what its marks mean. ``normaliser``:
+    the state has one more column, linear attention's z."""
+    columns = story.column_labels + (["z"] if normaliser else [])
     rows, cols = fact_cells(story, columns)
     states = np.asarray(run.states)
     facts_max = float(np.abs(states[:, rows][:, :, cols]).max())
@@ -323,6 +329,28 @@ def story_chart(stage_key: str, run, story, *, start: int, value_labels: list[st
     if any(spread_coinciding(held, offset=HELD_SPREAD)[1].values()):
         extra.append(f"answers that read back alike are drawn {HELD_SPREAD * 100:.0f} points apart (hover: values)")
     story_key(story, normaliser="z" in columns, extra=" · ".join(extra))
+
+
+STORY_ONLY = "The claim is tested on the story: choose the story as inputs below to see it."
+
+
+def claim_slot(top, stage_key: str, out: Mapping[str, Any], *, step: int, normaliser: bool = False) -> None:
+    """Fill the slot :func:`top_slot` opened under a linear-memory stage page's header, once the page has run. ``out``:
+    the page's run, its ``run`` and, on the story, its ``story`` and ``claim``. On the story: the claim
+    (:func:`show_claim`) and the story chart at ``step`` (:func:`story_chart`; ``normaliser`` as there); on random
+    inputs: that the claim is tested on the story (:func:`story_only`). The run's checked line under either."""
+    with top:
+        if out.get("story") is not None:
+            show_claim(out["claim"])
+            story_chart(stage_key, out["run"], out["story"], start=step, normaliser=normaliser)
+        else:
+            story_only()
+        checked_line(out["run"])
+
+
+def story_only() -> None:
+    """In a stage page's top slot on random inputs, where its claim would stand: the claim needs the story."""
+    st.info(STORY_ONLY)
 
 
 def story_key(story, *, normaliser: bool = False, extra: str = "") -> None:

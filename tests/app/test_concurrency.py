@@ -39,7 +39,7 @@ from lineage import lab, schedules
 from lineage.models import hybrid
 from lineage.teach import stage_runs
 from tests.app.util import ROOT, TIMEOUT
-from ui import common, limits, results
+from ui import limits, results, running
 from ui.story import INPUTS
 
 # ---- the sources: bounded caches, no shared state written ----------------------------------------------------------
@@ -118,7 +118,7 @@ def unbounded_caches(path: Path) -> list[str]:
 
 def test_the_scan_sees_every_page_and_helper():
     names = {rel(p) for p in PAGE_SOURCES}
-    assert {"app.py", "ui/common.py", "ui/classroom.py", "app_pages/memory_lab.py"} <= names
+    assert {"app.py", "ui/display.py", "ui/controls.py", "app_pages/memory_lab.py"} <= names
     from ui.nav import PAGES
 
     assert {entry.file for entry in PAGES} <= names
@@ -539,7 +539,7 @@ def test_a_page_whose_run_cannot_get_a_slot_says_the_server_is_busy(monkeypatch)
         finally:
             release.set()
     assert not at.exception
-    assert any(e.value == common.BUSY_TEXT for e in at.error), [e.value for e in at.error]
+    assert any(e.value == running.BUSY_TEXT for e in at.error), [e.value for e in at.error]
 
 
 def test_stored_results_survive_a_cache_clear_and_run_once_per_interval():

@@ -36,7 +36,7 @@ from lineage.units import format_bytes
 from tests.app.util import ROOT, TIMEOUT, first_chart_probes, run_page
 from ui import caps as app_caps
 from ui import links
-from ui.common import cap_note
+from ui.controls import cap_note
 from ui.nav import PAGES
 
 FUZZ_CASES = int(os.environ.get("FUZZ_CASES", "2"))  # random combinations (and random deep links) per page
@@ -334,7 +334,7 @@ def still_in_url(at: AppTest, key: str, given: str) -> bool:
 
 
 def stopped_early(at: AppTest) -> bool:
-    """Whether the page stopped at a refused run (ui.common.run_or_stop), before the rest of its controls."""
+    """Whether the page stopped at a refused run (ui.running.run_or_stop), before the rest of its controls."""
     return any(e.value.startswith("Can't run this") for e in at.error)
 
 

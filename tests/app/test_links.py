@@ -96,8 +96,8 @@ def test_the_issue_links_would_have_broken_out_the_old_way():
 SOURCES = sorted([*ROOT.glob("app_pages/*.py"), *ROOT.glob("ui/*.py"), ROOT / "app.py"])
 # Placeholders inside a hand-made code span that are the app's own text, never a visitor's, with why:
 NOT_VISITOR_TEXT = {
-    ("ui/common.py", "obj.__module__"): "the module of the code shown (show_code)",
-    ("ui/common.py", "obj.__qualname__"): "the name of the code shown (show_code)",
+    ("ui/display.py", "obj.__module__"): "the module of the code shown (show_code)",
+    ("ui/display.py", "obj.__qualname__"): "the name of the code shown (show_code)",
     ("ui/story.py", "excerpt.where"): "a source file of lineage, named by the app",
     ("app_pages/learned_memory.py", "c"): "a command recorded in the repository's sweep file",
 }

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from tests.app.util import figures, run_page
-from ui.classroom import PRESENT_KEY, PROJECTION, html_table
+from ui.display import html_table
+from ui.presenter import PRESENT_KEY, PROJECTION
 
 INTRO = {"kv_cache": "GPT-2 without a cache", "home": "From GPT-2 (2019)"}  # each page's first narrative words
 
@@ -21,7 +22,7 @@ def where_shown(at, text: str) -> tuple[int, int]:
 
 
 def cap_captions(at) -> list[str]:
-    """The captions that note caps (ui.common's cap texts all end on why: every run stays fast for everyone)."""
+    """The captions that note caps (ui.controls' cap texts all end on why: every run stays fast for everyone)."""
     return [c.value for c in at.caption if "stays fast for everyone" in c.value]
 
 

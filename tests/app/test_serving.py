@@ -236,7 +236,7 @@ def test_streamlit_is_the_pinned_release():
 
 
 def test_workaround_integer_inputs_streamlit_raises_on_an_infinite_url_integer():
-    """The bug behind ``ui.common.whole_number_input`` and the unbound seed: Streamlit 1.67 converts an integer number
+    """The bug behind ``ui.controls.whole_number_input`` and the unbound seed: Streamlit 1.67 converts an integer number
     input's URL value with ``int()`` and does not catch the OverflowError that ``inf`` raises, so ``?seed=inf`` broke
     every page at the sidebar. When this test fails, Streamlit refuses such values itself, and the integer inputs may
     be Streamlit's integer inputs again (bound to the URL), once the typed-value check below also holds."""

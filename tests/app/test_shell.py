@@ -8,9 +8,9 @@ from streamlit.testing.v1 import AppTest
 
 from tests.app.util import ROOT, SEED_LABEL, after_first_chart, figures, run_page
 from ui import limits
-from ui.classroom import PROJECTION
-from ui.common import BUSY_TEXT
 from ui.nav import DEFAULT_PAGE, PAGES, SECTIONS, neighbours, tour
+from ui.presenter import PROJECTION
+from ui.running import BUSY_TEXT
 
 
 def sidebar_controls(at) -> tuple[list[str], list[str]]:

@@ -128,7 +128,7 @@ def rerun(at: AppTest) -> AppTest:
 
 
 def parse_markdown_table(text: str) -> list[dict[str, str]]:
-    """The rows of a Markdown table (as ``ui.common.markdown_table`` writes it) as dicts, escapes undone."""
+    """The rows of a Markdown table (as ``ui.display.markdown_table`` writes it) as dicts, escapes undone."""
     lines = [line.strip() for line in text.strip().splitlines()]
 
     def cells(line: str) -> list[str]:

@@ -16,8 +16,8 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from lineage import stages
 from tests.e2e.checks import LOAD_TIMEOUT_MS, RENDERED_JS, assert_clean, wait_until_rendered
-from ui.classroom import PRESENTER_PX
 from ui.nav import tour
+from ui.presenter import PRESENTER_PX
 
 pytestmark = pytest.mark.browser
 

@@ -21,8 +21,8 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.e2e.checks import LOAD_TIMEOUT_MS, assert_clean, wait_until_rendered
-from ui.classroom import PRESENTER_PX
 from ui.nav import DEFAULT_PAGE, PAGES, tour
+from ui.presenter import PRESENTER_PX
 
 pytestmark = pytest.mark.browser
 

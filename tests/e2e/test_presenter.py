@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.checks import LOAD_TIMEOUT_MS, assert_clean, wait_until_rendered
-from ui.classroom import PRESENTER_PX
 from ui.nav import PAGES
+from ui.presenter import PRESENTER_PX
 
 pytestmark = pytest.mark.browser
 
