@@ -101,3 +101,33 @@ def test_the_models_never_read_the_cost_catalogue():
     for name, path in modules().items():
         if group_of(name) == "models":
             assert not {m for m in imports(path) if group_of(m) == "measure"}, name
+
+
+def test_nothing_in_the_repository_cites_a_file_that_is_not_in_it():
+    """Code, tests, scripts and documents name files by their path; every path named must exist (a moved module
+    leaves no pointer to nowhere)."""
+    import re
+    import subprocess
+
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.py", "*.md", "*.sh", "*.toml", "Dockerfile", ".ci/run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    path = re.compile(
+        r"(?<![\w/.-])((?:lineage|ui|app_pages|scripts|tests|docs|data|\.ci)/[\w/.-]*\w\.(?:py|md|jsonl|json|sh|png|txt))"
+        r"(?!\w)"
+    )
+    assert path.findall("see `lineage/ops/kda.py` and data/x.jsonl.") == ["lineage/ops/kda.py", "data/x.jsonl"]
+    missing = sorted(
+        {
+            (p, f)
+            for f in tracked
+            if (ROOT / f).exists()
+            for p in path.findall((ROOT / f).read_text())
+            if not (ROOT / p).exists()
+        }
+    )
+    assert not missing, f"paths cited but not in the repository (path, where): {missing}"
