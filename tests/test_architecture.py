@@ -125,7 +125,7 @@ def test_nothing_in_the_repository_cites_a_file_that_is_not_in_it():
         {
             (p, f)
             for f in tracked
-            if (ROOT / f).exists()
+            if (ROOT / f).exists() and f != "tests/test_architecture.py"  # this scan's own example above
             for p in path.findall((ROOT / f).read_text())
             if not (ROOT / p).exists()
         }
