@@ -107,9 +107,13 @@ def test_every_panel_shown_has_one_start_and_one_end_marker_in_recurrence():
     assert not malformed, malformed
 
 
-@pytest.mark.parametrize("name", sorted({n for p in panels_shown() for n in p.names}))
-def test_each_panel_compiles_and_shows_no_marker(name):
-    code = panel(recurrence, name).text
+@pytest.mark.parametrize(
+    ("module", "name"),
+    sorted({(p.module, n) for p in panels_shown() for n in p.names}, key=lambda mn: (mn[0].__name__, mn[1])),
+    ids=lambda x: getattr(x, "__name__", x),
+)
+def test_each_panel_compiles_and_shows_no_marker(module, name):
+    code = panel(module, name).text
     assert "[panel:" not in code and "…" not in code
     compile(code, f"<panel {name}>", "exec")  # a region of whole statements, dedented
 
@@ -142,3 +146,18 @@ def test_a_needle_that_matches_nothing_is_an_error():
         code_lines(recurrence.recurrent_memory, ("this line does not exist",))
     with pytest.raises(ValueError, match="stage must be one of"):
         equation("nope")
+
+
+def test_the_softmax_and_kv_cache_panels_are_cut_at_markers_too():
+    """Every module a page shows code from is cut at markers: one start and one end per panel, none left over."""
+    by_module: dict = {}
+    for p in panels_shown():
+        by_module.setdefault(p.module, set()).update(p.names)
+    assert {m.__name__ for m in by_module} >= {"lineage.ops.softmax", "lineage.ops.kv_cache", "lineage.ops.recurrence"}
+    for module, shown in by_module.items():
+        source = inspect.getsource(module)
+        assert panel_names(source) == shown, module.__name__
+        for name in shown:
+            panel_span(source, name, module.__name__)  # raises for a missing or doubled marker
+    kv = {x.qualname: x for x in equation("kv_cache").excerpts()}
+    assert any("copy_(x)" in line for _, line in kv["SequenceBuffer.append"].lines)

@@ -70,7 +70,9 @@ class SequenceBuffer:
 
     def append(self, x: torch.Tensor) -> None:
         n = x.shape[self.dim]
+        # [panel:buffer-room] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
         needed = self._length + n
+        # [panel:buffer-room] end
         if needed > self.capacity:
             # Doubling: each element is copied O(1) times on average over a whole generation.
             grown = torch.empty(
@@ -80,7 +82,9 @@ class SequenceBuffer:
             )
             grown.narrow(self.dim, 0, self._length).copy_(self.data)
             self._data = grown
+        # [panel:buffer-write] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
         self._data.narrow(self.dim, self._length, n).copy_(x)
+        # [panel:buffer-write] end
         self._length = needed
 
     def clone(self) -> SequenceBuffer:

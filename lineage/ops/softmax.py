@@ -562,10 +562,12 @@ def decode_recompute(layer: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, i
     """
     checks.tensor("x", x, rank=3)
     rows, outputs = 0, []
+    # [panel:recompute-loop] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
     for t in range(x.shape[1]):
         y, _ = layer(x[:, : t + 1])
         rows += t + 1
         outputs.append(y[:, -1:])
+    # [panel:recompute-loop] end
     return torch.cat(outputs, dim=1), rows
 
 
@@ -581,7 +583,9 @@ def decode_cached(layer: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, Any]
     """
     checks.tensor("x", x, rank=3)
     cache, outputs = None, []
+    # [panel:cached-loop] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
     for t in range(x.shape[1]):
         y, cache = layer(x[:, t : t + 1], cache=cache, use_cache=True)
         outputs.append(y)
+    # [panel:cached-loop] end
     return torch.cat(outputs, dim=1), cache

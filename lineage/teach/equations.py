@@ -1,8 +1,8 @@
 """Equation ↔ code for every stage: the update in a few lines with the change from the previous stage marked, and
 the few lines of the running code that make that change, cut from the source at run time.
 
-The code of :mod:`lineage.ops.recurrence` is cut at explicit markers, comment lines in its source around each region
-a page shows:
+The code is cut at explicit markers (in :mod:`lineage.ops.recurrence`, :mod:`lineage.ops.softmax` and
+:mod:`lineage.ops.kv_cache`), comment lines in the source around each region a page shows:
 
     # [panel:NAME] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
     ...the lines shown...
@@ -10,9 +10,8 @@ a page shows:
 
 :func:`panel` finds each region by NAME (which must have exactly one start and one end) and leaves every marker line
 out, so what a page shows is the code that runs, with its file, function and line numbers. A marker that is missing,
-duplicated or out of order raises ValueError (and the tests fail) instead of showing something stale. Modules without
-markers are shown as whole functions (:func:`code_lines` with no needles) or, for the softmax and KV-cache stages, as
-the lines of a function that contain given text.
+duplicated or out of order raises ValueError (and the tests fail) instead of showing something stale. Code without
+markers can still be shown as a whole function (:func:`code_lines`).
 """
 
 from __future__ import annotations
@@ -221,14 +220,14 @@ EQUATIONS: dict[str, StageEquation] = {
         "oₙ = softmax(qₙ :orange[**K₁…ₙ**]ᵀ / √d) :orange[**V₁…ₙ**], with :orange[**K₁…ₙ and V₁…ₙ projected again for "
         "every n**]",
         "every step projects the whole prefix again",
-        ((softmax.decode_recompute, ("for t in range", "layer(x[:, : t + 1])", "rows += t + 1")),),
+        (Panels(softmax, ("recompute-loop",)),),
     ),
     "kv_cache": StageEquation(
         ":orange[**K ← [K; kₙ], V ← [V; vₙ]**], then oₙ = softmax(qₙ Kᵀ / √d) V",
         "keep the keys and values: one new row per token",
         (
-            (softmax.decode_cached, ("for t in range", "layer(x[:, t : t + 1], cache=cache")),
-            (kv_cache.SequenceBuffer.append, ("needed = self._length + n", "copy_(x)")),
+            Panels(softmax, ("cached-loop",)),
+            Panels(kv_cache, ("buffer-room", "buffer-write")),
         ),
     ),
     "linear_attention": StageEquation(
