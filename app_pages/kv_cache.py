@@ -8,7 +8,7 @@ from lineage import plots
 from lineage.measure import footprints
 from lineage.ops.kv_cache import KVCache
 from lineage.ops.softmax import decode_step, tiled_softmax_attention
-from lineage.plots.palette import KIND_COLOURS
+from lineage.plots.palette import MEMORY_COLOURS
 from lineage.plots.story import attention_story
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import MIN_T, story_for
@@ -111,7 +111,7 @@ with top:
                 series_title="Head 0's cache",
                 y_title="bytes",
                 start=step,
-                colours={"bytes held": KIND_COLOURS["cache"]},  # a cache: the colour of what grows, on every page
+                colours={"bytes held": MEMORY_COLOURS["cache"]},  # a cache: the colour of what grows, on every page
             ),
             key="kv_cache_story",
             alt="Animated attention of head 0 over the story's tokens beside the bytes its cache holds and the bytes "

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from lineage.plots.palette import CVD_KINDS, simulate_cvd
+from lineage.plots.palette import CVD_DEFICIENCIES, simulate_cvd
 from ui.browser import CHROMIUM_ARGS, CHROMIUM_PATH, start_server, stop, wait_until_rendered
 from ui.nav import PAGES
 
@@ -65,7 +65,7 @@ def shoot(browser, url: str, out: Path, pages: list[str], size: tuple[int, int])
         page.set_viewport_size({"width": width, "height": min(int(page.evaluate(PAGE_HEIGHT_JS)), MAX_FULL_PX)})
         page.wait_for_timeout(1000)  # charts redraw for the new viewport
         page.screenshot(path=full)
-        for kind in CVD_KINDS:
+        for kind in CVD_DEFICIENCIES:
             simulated(full, kind).save(out / f"{entry.url_path}-full-{kind}.png")
         verdict = "fits" if scroll_width <= width else "SCROLLS SIDEWAYS"
         lines.append(f"{entry.url_path}: {entry.title} — page {scroll_width} px wide in a {width} px window: {verdict}")

@@ -47,7 +47,7 @@ def test_colours_that_are_not_mechanisms_keep_off_the_mechanisms(colour):
 
 
 def test_grows_and_fixed_stay_apart_for_colour_blind_viewers():
-    for kind in (None, *palette.CVD_KINDS):
+    for kind in (None, *palette.CVD_DEFICIENCIES):
         d = palette.cvd_distances({"grows": palette.GROWS, "fixed": palette.FIXED}, kind)[("grows", "fixed")]
         assert d >= palette.MIN_CVD_DELTA_E, (kind, d)
 
@@ -112,7 +112,7 @@ def test_the_softmax_story_charts_keep_the_vocabulary(story):
         series={"bytes held": held, "bytes read so far": held.cumsum()},
         series_title="cache",
         y_title="bytes",
-        colours={"bytes held": palette.KIND_COLOURS["cache"]},
+        colours={"bytes held": palette.MEMORY_COLOURS["cache"]},
     )
     assert not figure_problems(fig)
     assert fig.data[1].line.color == palette.GROWS

@@ -36,7 +36,7 @@ def test_ciede2000_matches_the_published_pairs(lab1, lab2, expected):
 def test_cvd_simulation_merges_red_and_green_but_keeps_grey():
     red, green = palette.hex_to_rgb("#D62728"), palette.hex_to_rgb("#2CA02C")
     normal = palette.ciede2000(palette.to_lab(red), palette.to_lab(green))
-    for deficiency in palette.CVD_KINDS:
+    for deficiency in palette.CVD_DEFICIENCIES:
         seen = palette.simulate_cvd(np.stack([red, green]), deficiency)
         assert palette.ciede2000(*palette.to_lab(seen)) < normal / 2, deficiency
         for grey in (0.0, 0.5, 1.0):
@@ -45,7 +45,7 @@ def test_cvd_simulation_merges_red_and_green_but_keeps_grey():
         palette.simulate_cvd(red, "tritanopia")
 
 
-@pytest.mark.parametrize("deficiency", [None, *palette.CVD_KINDS])
+@pytest.mark.parametrize("deficiency", [None, *palette.CVD_DEFICIENCIES])
 def test_every_two_mechanism_colours_stay_apart(deficiency):
     colours = mechanisms.colours()
     assert len(set(colours.values())) == len(colours), "two mechanisms share a colour"

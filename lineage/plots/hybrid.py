@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 
 from lineage.plots.core import Panel, figure, frame_indices, heatmaps, house_layout, play_controls, step_marker
 from lineage.plots.memory import format_bytes
-from lineage.plots.palette import KIND_COLOURS
+from lineage.plots.palette import MEMORY_COLOURS
 from lineage.schedules import SOFTMAX_KINDS
 
 
@@ -32,8 +32,8 @@ def _bars(schedule: Sequence[str], row: np.ndarray) -> list[dict]:
     layers = np.arange(1, len(schedule) + 1)
     out = []
     for name, is_cache, color in (
-        ("softmax layer: cache (grows)", True, KIND_COLOURS["cache"]),
-        ("linear layer: state (fixed)", False, KIND_COLOURS["state"]),
+        ("softmax layer: cache (grows)", True, MEMORY_COLOURS["cache"]),
+        ("linear layer: state (fixed)", False, MEMORY_COLOURS["state"]),
     ):
         pick = np.array([(kind in SOFTMAX_KINDS) == is_cache for kind in schedule])
         out.append(

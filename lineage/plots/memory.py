@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from lineage import stages
 from lineage.plots.core import figure, house_layout
-from lineage.plots.palette import KIND_COLOURS, NEUTRAL, mechanism_line, series_line, stage_line
+from lineage.plots.palette import MEMORY_COLOURS, NEUTRAL, mechanism_line, series_line, stage_line
 from lineage.units import format_bytes
 
 GPU_LINE_GROUP = "gpu"  # legendgroup of the horizontal GPU-memory lines
@@ -147,8 +147,8 @@ def per_layer_bars(
             hovertemplate=f"layer %{{x}} (%{{customdata}})<br>{name}: %{{text}}<extra></extra>",
         )
         for name, y, color in (
-            ("KV cache (grows with context)", cache, KIND_COLOURS["cache"]),
-            ("state (fixed)", state, KIND_COLOURS["state"]),
+            ("KV cache (grows with context)", cache, MEMORY_COLOURS["cache"]),
+            ("state (fixed)", state, MEMORY_COLOURS["state"]),
         )
     ]
     layout = dict(

@@ -46,7 +46,7 @@ MASKED = "#E8DCCB"  # the background masked (empty) heatmap cells show: warm lig
 MIN_CVD_DELTA_E = 10.0  # CIEDE2000 between any two stage colours, under simulated deuteranopia and protanopia
 GROWS = "#8C510A"  # a cache: grows with the context (ColorBrewer BrBG's brown)
 FIXED = "#332288"  # a state: the same size at every length (Paul Tol's indigo)
-KIND_COLOURS = {"cache": GROWS, "state": FIXED}
+MEMORY_COLOURS = {"cache": GROWS, "state": FIXED}  # a line or bar by its kind of memory: a growing cache, a fixed state
 # Neutral series: two greys (clear of softmax's black and of NEUTRAL's reference lines) told apart by dash and marker.
 SERIES_STYLES = (
     ("#474747", "solid", "circle"),
@@ -73,7 +73,7 @@ CVD_MATRICES = {
         [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]]
     ),
 }
-CVD_KINDS = tuple(CVD_MATRICES)
+CVD_DEFICIENCIES = tuple(CVD_MATRICES)
 
 _SRGB_TO_XYZ = np.array(
     [[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750], [0.0193339, 0.1191920, 0.9503041]]
@@ -117,9 +117,9 @@ def _gamma(lin: np.ndarray) -> np.ndarray:
 
 def simulate_cvd(rgb: np.ndarray, deficiency: str) -> np.ndarray:
     """sRGB values in [0, 1] (any shape ending in 3: a colour, a palette, an image) as seen with ``deficiency`` (one
-    of :data:`CVD_KINDS`)."""
+    of :data:`CVD_DEFICIENCIES`)."""
     if deficiency not in CVD_MATRICES:
-        raise ValueError(f"deficiency must be one of {CVD_KINDS}, got {deficiency!r}")
+        raise ValueError(f"deficiency must be one of {CVD_DEFICIENCIES}, got {deficiency!r}")
     rgb = np.asarray(rgb, dtype=np.float64)
     if rgb.shape[-1] != 3:
         raise ValueError(f"rgb must end in 3 channels, got shape {rgb.shape}")

@@ -344,7 +344,7 @@ def attention_story(
         step_labels: the token of each step. sentences: one per step.
         series: name -> [T] values per step, drawn as lines on the right. series_title, y_title: its panel's title
             and y axis. colours: series name -> colour, for a series that is a kind of memory
-            (``palette.KIND_COLOURS``); the others are neutral series.
+            (``palette.MEMORY_COLOURS``); the others are neutral series.
     """
     attn = np.asarray(attn, dtype=np.float64)
     T = attn.shape[0]
