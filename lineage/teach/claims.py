@@ -391,15 +391,13 @@ def _forget_verdict(before: float, after: float, forgot: bool, run: Run, story: 
         )
         return (
             f"Topic A was held ({percent(before)}) until the switch token closed the gate; after it, {percent(after)} "
-            "is "
-            f"left. The gate is one number for the head, {went}"
+            f"is left. The gate is one number for the head, {went}"
         )
     if before < 1 - HELD_TOL and after <= HELD_TOL:
         return (
             f"Topic A had already faded to {percent(before)} before the switch, and {percent(after)} is left after "
-            "it: the "
-            "gate on every token is forgetting everything as it goes, not the old topic at the switch (slide the gate "
-            "on every token back to 1)."
+            "it: the gate on every token is forgetting everything as it goes, not the old topic at the switch (slide "
+            "the gate on every token back to 1)."
         )
     return (
         f"Topic A is still {percent(after)} held after the switch: the gate at the switch is not small enough to clear "
@@ -503,8 +501,7 @@ def channel_claim(stage_key: str, run: Run, story: Story, scalar_run: Run) -> St
     else:
         verdict = (
             f"Here the long-lived fact keeps {percent(long_held)} and topic A {percent(a_after)}: per-channel gates "
-            "only "
-            "separate them when the slow channel stays near 1 and the others close at the switch."
+            "only separate them when the slow channel stays near 1 and the others close at the switch."
         )
     edited = story.overwrite
     if additive:

@@ -211,8 +211,7 @@ def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: i
             how="computed",
             verdict="verified" if counted.chunk_linear else "differs",
             why="The app's cost model is the article's; its measured times on the DeltaNet page show where FLOPs are "
-            "not "
-            f"the only cost (the T / C sequential hand-offs). Counted on the op itself: {counted.chunk_text}.",
+            f"not the only cost (the T / C sequential hand-offs). Counted on the op itself: {counted.chunk_text}.",
             page="deltanet",
             source=ARTICLE,
         )
@@ -225,9 +224,8 @@ def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: i
             how="quoted",
             verdict="quoted only",
             why="A GPU fact (tensor-core tile sizes); on a CPU the best C is whatever the measurement shows, and the "
-            "page "
-            "says so. The library's chunked form takes 64 on a GPU and 32 on a CPU, where `python -m lineage bench` "
-            "measured 32 the faster at head size 64.",
+            "page says so. The library's chunked form takes 64 on a GPU and 32 on a CPU, where `python -m lineage "
+            "bench` measured 32 the faster at head size 64.",
             page="deltanet",
             source=ARTICLE,
         )
@@ -253,8 +251,7 @@ def ledger(schedule: Sequence[str] | None = None, context: int = ONE_M, batch: i
             how="computed",
             verdict="differs",
             why="Dao & Gu (arXiv 2405.21060) prove the duality for attention with a 1-semiseparable mask and no "
-            "softmax; "
-            "the Mamba-2 page runs both forms and compares them.",
+            "softmax; the Mamba-2 page runs both forms and compares them.",
             page="mamba2",
             source="Dao & Gu, arXiv 2405.21060",
         )
@@ -394,8 +391,7 @@ def _stage_table_rows() -> list[LedgerRow]:
             how="computed",
             verdict="verified" if state_fixed and growth(sm.trace.cache_bytes) > 1 else "differs",
             why=f"The state's shape is fixed (K rows, V value columns and the normaliser z; {sizes}); the cache gains "
-            "a "
-            "key and a value per token.",
+            "a key and a value per token.",
             page="linear_attention",
             source=ARTICLE,
         ),
