@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lineage import checks
-from lineage.mechanisms import layer_mechanism, linear_mechanisms, mechanism
+from lineage.mechanisms import MECHANISMS, layer_mechanism, linear_mechanisms, mechanism
 from lineage.models.hybrid import HybridConfig, seeded_stack
 from lineage.models.layers import LinearMemoryMixer, MixerConfig
 from lineage.schedules import LINEAR_KINDS, periodic_schedule
@@ -46,6 +46,18 @@ from lineage.schedules import LINEAR_KINDS, periodic_schedule
 LINEAR_MIXERS = tuple(m.key for m in linear_mechanisms())
 MIXERS = ("softmax", *LINEAR_MIXERS, "hybrid")
 CONTROLS = ("identity",)  # mixers that are not memories: the no-mixing control
+# Mixers that are not entries of the table of mechanisms: the hybrid stack and the no-mixing control.
+OTHER_MIXER_TITLES = {"hybrid": "Hybrid (KDA + MLA)", "identity": "No mixing (control)"}
+
+
+def mixer_title(mixer: str) -> str:
+    """A mixer's name wherever one is shown: the mechanism's short label from the table, or the hybrid's / the
+    control's (the Learned memory page's charts and sentences, and the ledger's sentence about them)."""
+    if mixer in MECHANISMS:
+        return MECHANISMS[mixer].label
+    return OTHER_MIXER_TITLES.get(mixer, mixer)
+
+
 FRONT_ENDS = ("conv", "none", "paper")  # short conv on q, k, v for every mixer | for none | as each paper has it
 CONV_SIZE = MixerConfig().conv_size  # the short convolution's width (Kimi Linear: 4)
 

@@ -13,18 +13,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lineage.mechanisms import MECHANISMS
+from lineage.models.lm import mixer_title  # re-exported as lineage.plots.mixer_title
 from lineage.plots.core import LEGEND_BELOW, LEGEND_BELOW_MARGIN, figure, house_layout
 from lineage.plots.palette import NEUTRAL, mechanism_line, stage_line
-
-# Mixers that are not entries of the table of mechanisms: the hybrid stack and the no-mixing control.
-OTHER_MIXER_TITLES = {"hybrid": "Hybrid (KDA + MLA)", "identity": "No mixing (control)"}
-
-
-def mixer_title(mixer: str) -> str:
-    """A mixer's name on charts: the mechanism's short label from the table, or the hybrid's / the control's."""
-    if mixer in MECHANISMS:
-        return MECHANISMS[mixer].label
-    return OTHER_MIXER_TITLES.get(mixer, mixer)
 
 
 def _style(mixer: str) -> tuple[dict, dict]:

@@ -20,7 +20,7 @@ import torch
 from lineage import schedules
 from lineage.measure import footprints
 from lineage.measure.flops import count_flops
-from lineage.mechanisms import MECHANISMS
+from lineage.models.lm import mixer_title
 from lineage.teach import stage_runs
 from lineage.teach.claims import (
     EXACT_TOL,
@@ -351,7 +351,7 @@ def _learned_memory_sentence(record: Path = findings.RECORD) -> str:
     if not record.exists():
         return ""
     summaries = findings.summarise(r["result"] for r in read_results(record))
-    said = findings.most_learned(summaries, lambda key: MECHANISMS[key].title if key in MECHANISMS else key)
+    said = findings.most_learned(summaries, mixer_title)  # named as the Learned memory page names them
     return f" Small trained models, on the Learned memory page (MQAR, its recorded sweep): {said}" if said else ""
 
 
