@@ -1,6 +1,7 @@
 """Command line: ``python -m lineage verify``, ``python -m lineage bench [ops|decode] [--json PATH]``,
 ``python -m lineage train --task mqar --mixers all --out results.json`` and
-``python -m lineage sweep GRID.json --out results.jsonl [--workers N | --ray [ADDRESS]]``."""
+``python -m lineage sweep GRID.json --out results.jsonl [--workers N | --ray [ADDRESS]]`` and
+``python -m lineage site --out site/ [--app-url URL]``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ SUMMARIES = {
     "bench": "time the chunked vs recurrent forms at every gate strength, or the decode step",
     "train": "train small models of every mechanism on a recall task (MQAR, palindrome, stack)",
     "sweep": "train a grid of points (learning rates, seeds, widths, …) on a process pool or Ray, resumably",
+    "site": "write the lecture as a static site (every tour page, its charts animated in the browser, no Python)",
 }
 
 
@@ -31,7 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     # Only the command given gets its options: their defaults come from modules that import torch (seconds), which
     # the list of commands (python -m lineage --help) does not need.
     command = next((word for word in typed if not word.startswith("-")), None)
-    for name, build in (("bench", _add_bench_parser), ("train", _add_train_parser), ("sweep", _add_sweep_parser)):
+    for name, build in (
+        ("bench", _add_bench_parser),
+        ("train", _add_train_parser),
+        ("sweep", _add_sweep_parser),
+        ("site", _add_site_parser),
+    ):
         if name == command:
             build(sub)
         else:
@@ -53,7 +60,45 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "sweep":
         return _sweep(args, sub.choices["sweep"], typed)
 
+    if args.command == "site":
+        return _site(args, sub.choices["site"])
+
     return _bench(args, sub.choices["bench"], typed)
+
+
+SITE_HELP = """\
+Write the lecture as a static site into --out: the home page, every stage of the tour, the claims ledger, Memory &
+cost, the Memory lab's and Learned memory's recorded results and a page on what needs the live app. Every chart and
+number comes from the functions the app calls, on its default story; the figures animate in the browser (one shared
+plotly.min.js, no other host). Copy the folder to any static host, or open index.html from disk."""
+
+
+def _add_site_parser(sub) -> None:
+    s = sub.add_parser("site", help=SUMMARIES["site"], description=SITE_HELP)
+    s.add_argument("--out", metavar="DIR", required=True, help="the folder to write (new, empty, or an earlier site)")
+    s.add_argument(
+        "--app-url",
+        metavar="URL",
+        default=None,
+        help="where the live app runs (http[s]://…); the pages link to it. Without it they say `python serve.py`",
+    )
+
+
+def _site(args, parser: argparse.ArgumentParser) -> int:
+    import time
+
+    from lineage.site import build
+
+    try:
+        build.check_app_url(args.app_url)
+        build.check_out(args.out)
+    except ValueError as exc:
+        parser.error(str(exc))
+    started = time.perf_counter()
+    built = build.build(args.out, args.app_url)
+    print(built.report())
+    print(f"built in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return 0
 
 
 SWEEP_HELP = """\

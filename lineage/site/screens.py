@@ -1,0 +1,588 @@
+"""What each page of the static site carries: the app's first screen on the default story, as plain data.
+
+Every number and figure here comes from the functions the app's pages call (:mod:`lineage.teach` runs and says,
+:mod:`lineage.plots` draws), with the pages' default settings; nothing is computed a second way.
+``tests/test_site.py`` runs each app page in Streamlit's AppTest and compares its figures and numbers with these.
+
+A page is a :class:`Screen`: blocks in order (Markdown text, a claim, a key number, a figure, a table, code), each
+a small frozen dataclass, so the renderer (:mod:`lineage.site.build`) writes them and the tests read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lineage import plots, stages
+from lineage.measure import footprints
+from lineage.plots.palette import MEMORY_COLOURS
+from lineage.plots.story import HELD_SPREAD, attention_story, decode_ratio_curves, story_memory
+from lineage.plots.vocabulary import spread_coinciding
+from lineage.teach import claims, ledger
+from lineage.teach.equations import equation
+from lineage.teach.story import FILLER, FILLER_VALUE, story_for
+
+# The stage pages' default sizes (ui.controls.size_controls and the softmax pages' sliders) and shared seed
+# (ui.session.DEFAULT_SEED): the site shows the first screen a visitor sees before touching a control.
+STORY_T = 32
+STATE_K = STATE_V = 8
+SOFTMAX_HEADS, SOFTMAX_HEAD_DIM = 4, 16
+KV_BLOCK = 8
+SEED = 0
+
+
+# ---- blocks ---------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Text:
+    markdown: str  # rendered with raw HTML escaped (lineage.site.build)
+    prose: bool = False  # narrative: folded in the presenter view, as the app's ui.display.prose
+    small: bool = False  # a caption
+
+
+@dataclass(frozen=True)
+class Claim:
+    claim: str
+    label: str = ""  # the number's meaning ("" when the story cannot test the claim)
+    shown: str = ""
+    verdict: str = ""
+    compare: str = ""
+    holds: bool = True
+    missing: str = ""
+
+
+@dataclass(frozen=True)
+class Metric:
+    label: str
+    shown: str
+
+
+@dataclass(frozen=True)
+class Figure:
+    key: str  # the app's chart key: the test pairs figures by it
+    fig: go.Figure
+    alt: str
+    projected: go.Figure | None = None  # the same figure at projector sizes (lineage.plots.present)
+
+
+@dataclass(frozen=True)
+class Table:
+    rows: tuple[dict[str, str], ...]  # Markdown cells, first row's keys are the header
+
+
+@dataclass(frozen=True)
+class Code:
+    where: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Banner:
+    solved: str
+    cost: str
+    byline: str
+
+
+Block = Text | Claim | Metric | Figure | Table | Code | Banner
+
+
+@dataclass(frozen=True)
+class Screen:
+    slug: str  # the app's url_path ("home" is index.html)
+    title: str
+    blocks: tuple[Block, ...] = field(default_factory=tuple)
+    live_note: str = ""  # what of this page needs the live app ("" for none)
+
+    def figures(self) -> list[Figure]:
+        return [b for b in self.blocks if isinstance(b, Figure)]
+
+
+# ---- helpers shared by the stage pages ----------------------------------------------------------------------------
+
+
+def _figure(key: str, build: Callable[[], go.Figure], alt: str) -> Figure:
+    """The figure drawn for a screen and, from the same call, at projector sizes (the app's presenter mode)."""
+    with plots.present.projecting(plots.present.PROJECTION):
+        projected = build()
+    return Figure(key, build(), alt, projected)
+
+
+def claim_block(claim: claims.StageClaim) -> Claim:
+    if not claim.testable:
+        return Claim(claim.claim, missing=claim.missing)
+    return Claim(claim.claim, claim.label, claim.shown, claim.verdict, claim.compare, claim.holds)
+
+
+def banner(stage_key: str) -> Banner:
+    s = stages.stage(stage_key)
+    return Banner(s.problem_solved, s.cost_introduced, f"{s.representative} · {s.year} · [{s.paper}]({s.url})")
+
+
+def equation_blocks(stage_key: str) -> list[Block]:
+    eq = equation(stage_key)
+    out: list[Block] = [Text(eq.text), Text(f"New in this stage (marked): {eq.change}.", small=True)]
+    out += [Code(e.where, e.text) for e in eq.excerpts()]
+    return out
+
+
+def _fact_cells(story, column_labels: Sequence[str]) -> tuple[list[int], list[int]]:
+    # ui.story.fact_cells: the facts' rows and columns set the story chart's colour range
+    rows = [i for i, r in enumerate(story.row_labels) if r != FILLER and not r.startswith("ch ")]
+    cols = [j for j, c in enumerate(column_labels) if c not in (FILLER_VALUE, "z")]
+    return (rows or list(range(story.K))), (cols or list(range(len(column_labels))))
+
+
+def story_chart(stage_key: str, run, story, *, start: int, normaliser: bool = False) -> list[Block]:
+    """The story chart and its key line, as ui.story.story_chart draws them."""
+    columns = story.column_labels + (["z"] if normaliser else [])
+    rows, cols = _fact_cells(story, columns)
+    states = np.asarray(run.states)
+    facts_max = float(np.abs(states[:, rows][:, :, cols]).max())
+    clipped = float(np.abs(states).max()) > facts_max * (1 + 1e-9)
+    held = claims.held_over_time(run, story)
+    sentences = claims.step_sentences(run, story)
+
+    def build() -> go.Figure:
+        return story_memory(
+            run.states,
+            row_labels=story.row_labels,
+            column_labels=columns,
+            step_labels=story.labels,
+            sentences=sentences,
+            held=held,
+            start=start,
+            scale_rows=rows,
+            scale_cols=cols,
+        )
+
+    extra = []
+    if clipped:
+        extra.append(
+            f"colours span the fact cells (±{facts_max:.2f}); the filler row"
+            + (" and z run" if "z" in columns else " runs")
+            + " past, at the end colour (hover for their values)"
+        )
+    extra.append("right panel: the right value read back, less anything mixed in")
+    if any(spread_coinciding(held, offset=HELD_SPREAD)[1].values()):
+        extra.append(f"answers that read back alike are drawn {HELD_SPREAD * 100:.0f} points apart (hover: values)")
+    alt = (
+        "Animated state of the memory over the story, rows named by keys and columns by values, beside the share "
+        "of each query's answer the memory holds after every step."
+    )
+    return [
+        _figure(f"{stage_key}_story", build, alt),
+        key_line(story, normaliser="z" in columns, extra=" · ".join(extra)),
+    ]
+
+
+def key_line(story, *, normaliser: bool = False, extra: str = "") -> Text:
+    return Text("Key: " + " · ".join(p for p in (story.key_line(normaliser=normaliser), extra) if p) + ".", small=True)
+
+
+def checked_line(run) -> Text:
+    return Text(
+        f"Checked against the reference loop: chunked form {run.err_chunk:.1e}, T × T form {run.err_parallel:.1e} "
+        f"(relative RMS difference); {run.device}.",
+        small=True,
+    )
+
+
+# ---- the stage pages ----------------------------------------------------------------------------------------------
+
+
+def _linear_run(stage_key: str):
+    """The default story's run and claim of a linear-memory stage page (its ``live`` / ``on_story`` at defaults)."""
+    story = story_for(STORY_T, STATE_K, STATE_V)
+    knobs = claims.Knobs()  # every page's sliders open at the Knobs defaults
+    if stage_key == "hybrid":
+        story = story_for(STORY_T, claims.HYBRID_STATE_K, STATE_V)
+        run = claims.run_story("kda", story, claims.Knobs(alpha_switch=1.0), repeats=1)
+        return run, story, claims.hybrid_claim(claims.hybrid_needle(story, run), story)
+    run = claims.run_story(stage_key, story, knobs)
+    if stage_key == "linear_attention":
+        claim = claims.linear_claim(run, story, claims.trace_story("deltanet", story), knobs.feature_map)
+    elif stage_key == "deltanet":
+        claim = claims.deltanet_claim(run, story, claims.trace_story("linear_attention", story), knobs.beta)
+    elif stage_key == "mamba2":
+        off = claims.run_story("mamba2", story, claims.Knobs(alpha_keep=1.0, alpha_switch=1.0))
+        claim = claims.forget_claim("mamba2", run, story, off)
+    elif stage_key == "gated_deltanet":
+        claim = claims.forget_claim("gated_deltanet", run, story, claims.run_story("deltanet", story, knobs))
+    elif stage_key == "gla":
+        claim = claims.channel_claim("gla", run, story, claims.trace_story("mamba2", story, knobs))
+    elif stage_key == "kda":
+        claim = claims.channel_claim("kda", run, story, claims.run_story("gated_deltanet", story, knobs))
+    else:
+        raise ValueError(f"stage {stage_key!r} has no linear-memory story page")
+    return run, story, claim
+
+
+def _softmax_blocks(stage_key: str) -> list[Block]:
+    story = story_for(STORY_T)
+    if stage_key == "gpt2":
+        run = claims.run_softmax_story(story, SOFTMAX_HEADS, SOFTMAX_HEAD_DIM, SEED)
+        claim = claims.gpt2_claim(run, story)
+        cost = run.cost
+        series = {"no cache": cost.rows_recompute, "KV cache": cost.rows_cached}
+        extra = dict(series_title="Q/K/V rows projected for this token", y_title="rows")
+        alt = (
+            "Animated attention of head 0 over the story's tokens beside the rows projected per token, without "
+            "and with a cache, with a marker at the current step."
+        )
+    else:
+        run = claims.run_softmax_story(story, SOFTMAX_HEADS, SOFTMAX_HEAD_DIM, SEED, block_size=KV_BLOCK)
+        claim = claims.kv_cache_claim(run, story)
+        held = run.trace.cache_bytes
+        series = {"bytes held": held, "bytes read so far": held.cumsum()}
+        extra = dict(series_title="Head 0's cache", y_title="bytes", colours={"bytes held": MEMORY_COLOURS["cache"]})
+        alt = (
+            "Animated attention of head 0 over the story's tokens beside the bytes its cache holds and the bytes "
+            "read so far, with a marker at the current step."
+        )
+    sentences = claims.softmax_step_sentences(run, story, stage_key)
+
+    def build() -> go.Figure:
+        return attention_story(
+            run.trace.attn, step_labels=story.labels, sentences=sentences, series=series, start=story.T - 1, **extra
+        )
+
+    return [
+        claim_block(claim),
+        _figure(f"{stage_key}_story", build, alt),
+        key_line(story),
+        Text(
+            f"Checked: recomputing and caching give the same outputs to {run.err_recompute:.1e} (relative RMS); "
+            f"{run.device}.",
+            small=True,
+        ),
+    ]
+
+
+STAGE_LIVE = "Your own story, the sliders (sizes, gates, β), random inputs, the timings and the run at real size"
+
+
+def stage_screen(stage_key: str) -> Screen:
+    s = stages.stage(stage_key)
+    blocks: list[Block] = [banner(stage_key)]
+    if not s.in_grid and stage_key != "hybrid":
+        blocks += _softmax_blocks(stage_key)
+    else:
+        run, story, claim = _linear_run(stage_key)
+        blocks.append(claim_block(claim))
+        blocks += story_chart(stage_key, run, story, start=story.T - 1, normaliser=stage_key == "linear_attention")
+        blocks.append(checked_line(run))
+    blocks.append(Text(f"**The update.** {s.summary}.", prose=True))
+    blocks += equation_blocks(stage_key)
+    return Screen(stage_key, s.title, tuple(blocks), live_note=STAGE_LIVE)
+
+
+# ---- home, the ledger, memory & cost, the labs ---------------------------------------------------------------------
+
+
+def home_screen() -> Screen:
+    """Home's first chart and its caption, the lineage table and the parameter ratio, as app_pages/home.py."""
+    compare = footprints.COMPARE_LAYER
+    seq_lens = np.array([2**i for i in range(21)])
+    per_stage = {s.key: footprints.memory_per_layer(s.key, seq_lens) for s in stages.all_stages()}
+    all_mla = footprints.custom_spec(
+        n_layers=1,
+        n_heads=compare["n_heads"],
+        n_kv_heads=compare["n_heads"],
+        head_dim=compare["head_dim"],
+        layer_kinds=("mla",),
+        dtype="bf16",
+        name="all-MLA",
+    )
+    mla_bytes = np.asarray(footprints.kv_cache_curve(all_mla, seq_lens, "bf16").total_bytes, dtype=np.float64)
+    home_hybrid = footprints.custom_spec(
+        n_layers=stages.HYBRID_EVERY,
+        n_heads=compare["n_heads"],
+        n_kv_heads=compare["n_heads"],
+        head_dim=compare["head_dim"],
+        layer_kinds=stages.stage("hybrid").layer_kinds,
+        dtype="bf16",
+        name="hybrid",
+    )
+    longest = int(seq_lens[-1])
+    saving = ledger.hybrid_saving(home_hybrid, longest, "bf16")
+    n_kda = stages.HYBRID_EVERY - 1
+    kimi_saving = ledger.hybrid_saving(footprints.MODELS["kimi-linear-48b"], longest, "bf16")
+
+    def build() -> go.Figure:
+        return plots.memory_by_stage(
+            seq_lens,
+            per_stage,
+            notes={
+                "hybrid": f"{n_kda} KDA : 1 MLA layers<br>−{saving.total:.1%} against all-MLA at 1M<br>"
+                f"({ledger.SAVING_TOTAL})"
+            },
+            baseline=("All-MLA, same width", "(the article's −75% baseline)", mla_bytes),
+            title="Bytes one layer holds while decoding (log-log)",
+        )
+
+    fixed = [per_stage[s.key][-1] for s in stages.all_stages() if s.in_grid]
+    caption = (
+        f"One layer {compare['n_heads']} heads × {compare['head_dim']} wide (GPT-2's attention width), bf16. GPT-2 and "
+        "the KV cache keep a key and a value per head per token; the fixed-state stages keep their state (plus a short "
+        f"convolution's last inputs where the layer has one), {plots.format_bytes(min(fixed))}–"
+        f"{plots.format_bytes(max(fixed))} whatever the context. The hybrid averages {n_kda} KDA layers and one MLA "
+        f"layer, and MLA caches {all_mla.kv_lora_rank} + {all_mla.rope_dim} latent numbers per token (DeepSeek's "
+        f"sizes) instead of GPT-2's {2 * compare['n_heads'] * compare['head_dim']:,} keys and values: so at 1M it sits "
+        f"{per_stage['gpt2'][-1] / per_stage['hybrid'][-1]:.0f}× below GPT-2, of which only the layer ratio is the "
+        f"hybrid's saving. Like for like — against the same layers all MLA, at {longest:,} tokens — it saves "
+        f"{saving.text()}. Kimi Linear's own schedule ({kimi_saving.n_mla} MLA of {kimi_saving.n_layers} layers, from "
+        f"its config.json) saves {kimi_saving.text()}: the article's “−75%”."
+    )
+    ratio = footprints.lineage_ratio()
+    gpt2, k3 = footprints.PARAMETER_FACTS["gpt2"], footprints.PARAMETER_FACTS["kimi-k3"]
+    table = Table(
+        tuple(
+            {
+                "Stage": s.title,
+                "Representative": s.representative,
+                "Year": str(s.year),
+                "Memory mechanism": s.summary,
+                "Problem solved": s.problem_solved,
+                "Cost introduced": s.cost_introduced,
+            }
+            for s in stages.all_stages()
+        )
+    )
+    blocks: list[Block] = [
+        Text(
+            "From GPT-2 (2019) to the Kimi Linear hybrid (2025), the big changes to attention were changes to memory: "
+            "what a model keeps about the text so far, how it updates it, what it lets fade, and how it reads it "
+            "back. Each stage below fixed one problem of the stage before and paid for it with a new one. This site "
+            "shows each stage on the app's default story, computed when the site was built.",
+            prose=True,
+        ),
+        Text("## Memory against context length, every stage"),
+        _figure(
+            "home_memory",
+            build,
+            "Bytes held per layer against context length, labelled at the line ends: GPT-2 and the KV cache grow "
+            "fastest, all-MLA grows below them, the hybrid a quarter of all-MLA, and the six fixed-state stages stay "
+            "flat near 100 kB.",
+        ),
+        Text(caption, small=True),
+        Text("## The lineage"),
+        table,
+        Text(f"## {int(ratio.ratio_to_nominal):,} GPT-2s?"),
+        Metric("GPT-2 parameters", f"{gpt2.parameters:,}"),
+        Metric("Kimi K3 parameters", f"{k3.parameters:,}"),
+        Metric("GPT-2s in one Kimi K3 (nominal)", f"{int(ratio.ratio_to_nominal):,}"),
+        Metric("GPT-2s in one Kimi K3 (exact)", f"{ratio.ratio_to_computed:,.0f}"),
+        Text(
+            f"The article this lecture follows puts **{int(ratio.ratio_to_nominal):,}** in its title: "
+            f"{ledger.RATIO_NOMINAL} ({ratio.ratio_to_nominal:,.1f}, with the decimals dropped). The app also gives "
+            f"**{ratio.ratio_to_computed:,.0f}**: {ledger.RATIO_EXACT}. Both are right; they divide by different "
+            "counts of GPT-2.",
+            prose=True,
+        ),
+        Text(f"GPT-2: {gpt2.how}. Kimi K3: **{k3.how}** — {k3.source}.", small=True),
+    ]
+    return Screen("home", "Attention Lineage", tuple(blocks))
+
+
+LEDGER_BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096])  # app_pages/ledger.py's BATCHES
+LEDGER_SHORT = 2**12  # the ledger's shortest context (its CONTEXTS[0])
+
+
+def ledger_screen(page_link: Callable[[str], str]) -> Screen:
+    """The claims ledger at its defaults (Kimi Linear's own schedule, 1M tokens, batch 1), as app_pages/ledger.py."""
+    from lineage import schedules
+
+    schedule = schedules.KIMI_LINEAR_SCHEDULE
+    context, batch = ledger.ONE_M, 1
+    rows = ledger.ledger(schedule, context, batch)
+    counts = {v: sum(r.verdict == v for r in rows) for v in ("verified", "differs", "quoted only")}
+    ratios = {f"{n:,} tokens": ledger.decode_ratio(LEDGER_BATCHES, n, schedule) for n in (LEDGER_SHORT, 2**17, context)}
+    ceiling = float(ledger.decode_ratio(1e12, context, schedule))
+    at = float(ledger.decode_ratio(batch, context, schedule))
+
+    def build() -> go.Figure:
+        return decode_ratio_curves(
+            LEDGER_BATCHES,
+            ratios,
+            paper=6.0,
+            ceiling=ceiling,
+            title="Bandwidth floor: all-MLA over the hybrid, by batch",
+        )
+
+    blocks: list[Block] = [
+        Text(
+            "Every number the article states, with the app's value: computed from a cited config, computed on the "
+            "story, or quoted with its source where the app cannot compute it. Here at the app's defaults: Kimi "
+            f"Linear's own schedule, {context:,} tokens, batch {batch}.",
+            small=True,
+        ),
+        Metric("verified", str(counts["verified"])),
+        Metric("differs (the app says why)", str(counts["differs"])),
+        Metric("quoted only (with source)", str(counts["quoted only"])),
+        Table(
+            tuple(
+                {
+                    "The article says": f"{r.number}: **{r.article}**",
+                    "The app finds": r.app,
+                    "Verdict": r.verdict,
+                    "Why": r.why,
+                    "Where": f"[{r.page}]({page_link(r.page)})",
+                    "Source": r.source,
+                }
+                for r in rows
+            )
+        ),
+        Text("## Where “6× decode at 1M” comes from"),
+        _figure(
+            "ledger_decode_ratio",
+            build,
+            "Decode-time ratio of all-MLA over the hybrid against batch size, rising towards the cache ratio, "
+            "below 6×.",
+        ),
+        Text(
+            f"At {context:,} tokens and batch {batch}, the floor gives **{at:.2f}×**; no batch takes it past "
+            f"**{ceiling:.2f}×**, below the paper's 6× ({ledger.KIMI_PAPER}, abstract)."
+        ),
+    ]
+    return Screen("ledger", "Claims ledger", tuple(blocks), live_note="Other schedules, contexts and batches")
+
+
+MEMORY_COST_DTYPE = "bf16"  # app_pages/memory_cost.py's default dtype (index 1 of footprints.DTYPE_BYTES)
+MEMORY_COST_SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # the page's SEQ_LENS
+
+
+def memory_cost_screen() -> Screen:
+    """Memory & cost for the real model configs (the custom model left out: it is what a visitor types)."""
+    dtype = list(footprints.DTYPE_BYTES)[1]
+    series = {
+        s.name: footprints.kv_cache_curve(s, MEMORY_COST_SEQ_LENS, dtype).total_bytes
+        for s in footprints.MODELS.values()
+    }
+    million = 2**20
+    rows = []
+    for spec in footprints.MODELS.values():
+        fp = footprints.footprint(spec, million, dtype)
+        rows.append(
+            {
+                "model": spec.name,
+                "KV cache": plots.format_bytes(fp.kv_cache_bytes),
+                "state": plots.format_bytes(fp.state_bytes),
+                "held": plots.format_bytes(fp.total_bytes),
+                "released context (tokens)": "" if spec.context_len is None else f"{spec.context_len:,}",
+            }
+        )
+
+    def build() -> go.Figure:
+        return plots.cache_vs_length(
+            MEMORY_COST_SEQ_LENS,
+            series,
+            gpu_memory={p.name: p.memory_bytes for p in footprints.GPU_PRESETS.values()},
+            mark_len=million,
+            title=f"Bytes held while decoding one sequence ({dtype}), 1 to {million:,} tokens",
+        )
+
+    blocks: list[Block] = [
+        Text(
+            "While a model writes, every softmax-attention layer keeps a key and a value for every token so far — the "
+            "KV cache — so its memory grows with every token; a linear-memory layer keeps a state of fixed size. "
+            "Every size below is computed from the models' published configurations.",
+            prose=True,
+        ),
+        _figure(
+            "memory_cost_chart",
+            build,
+            "Log-log lines of bytes held against context length for each model, with the memory of three GPUs as "
+            "flat dotted lines: the softmax models rise as straight lines, Kimi Linear starts flat and bends up.",
+        ),
+        Text(
+            "Dotted lines: the whole memory of one GPU — a model's weights need room there too. The dashed vertical "
+            "line is the table's context length.",
+            small=True,
+        ),
+        Text(f"## At {million:,} tokens ({dtype})"),
+        Table(tuple(rows)),
+    ]
+    return Screen(
+        "memory_cost",
+        "Memory & cost",
+        tuple(blocks),
+        live_note="Your own model, other dtypes and lengths, this machine's measured bandwidth",
+    )
+
+
+def learned_memory_screen() -> Screen:
+    """The recorded sweep (data/learned_memory_sweep.jsonl): the headline, the accuracy chart, the sentences."""
+    from lineage.train import findings, sweep
+    from lineage.train.loop import TrainResult
+    from lineage.train.tasks import TaskConfig
+
+    title = plots.mixer_title
+    live = "Live training of any mechanism, and re-running a recorded point"
+    if not findings.RECORD.exists():
+        return Screen("learned_memory", "Learned memory", (Text("No recorded sweep is stored with this copy."),), live)
+    results = sweep.read_results(findings.RECORD)
+    summaries = findings.summarise(r["result"] for r in results)
+    blocks: list[Block] = []
+    if point := findings.headline(summaries, title):
+        blocks += [Claim(point.claim), Metric(point.label, point.shown)]
+    rows = findings.by_pairs(summaries) + findings.by_pairs(summaries, "none")
+    first = TrainResult.from_dict(results[0]["result"])
+    T = first.task["seq_len"]
+    points, spread, names = findings.sweep_lines(rows, lambda x: x.setting.n_pairs, title)
+
+    def build() -> go.Figure:
+        return plots.accuracy_sweep(
+            points,
+            x_title="key–value pairs",
+            title=f"MQAR at {T} tokens, width {findings.main_width(summaries)}",
+            chance=TaskConfig(**first.task).chance,
+            spread=spread,
+            names=names,
+            dodge=0.06,
+        )
+
+    blocks += [
+        Text("## The recorded sweep: accuracy against the number of pairs"),
+        _figure(
+            "learned_memory_pairs",
+            build,
+            "Held-out accuracy against the number of key-value pairs for each mechanism, from the recorded sweep.",
+        ),
+        Text(findings.memory_caption(summaries, title), small=True),
+    ]
+    blocks += [Text(f"- {line}") for line in findings.solved_sentences(summaries, title)]
+    return Screen("learned_memory", "Learned memory", tuple(blocks), live_note=live)
+
+
+def memory_lab_screen() -> Screen:
+    """Every lab experiment at its default settings (lineage.lab.run_all): the comparison and each summary."""
+    from lineage import lab
+
+    report = lab.run_all()
+    numbers = lab.comparison_table(report)
+    formats = lab.people_formats(numbers)
+    header = [numbers.index.name or "mechanism", *map(str, numbers.columns)]
+    rows = []
+    for name, row in numbers.iterrows():
+        cells = [str(name)] + [formats[c](row[c]) if c in formats else str(row[c]) for c in numbers.columns]
+        rows.append(dict(zip(header, cells, strict=True)))
+    blocks: list[Block] = [
+        Text(
+            "The same stream for every mechanism, five experiments: overwrite, capacity, topic switch, retention and "
+            "a needle. Recorded at the lab's default settings when the site was built.",
+            prose=True,
+        ),
+        Text("## All mechanisms, all experiments"),
+        Table(tuple(rows)),
+    ]
+    blocks += [
+        Text(f"- {lab.summary(r)}")
+        for r in (report.overwrite, report.capacity, report.topic_switch, report.retention, report.needle)
+    ]
+    return Screen(
+        "memory_lab", "Memory lab", tuple(blocks), live_note="Every slider of every experiment, and your own stream"
+    )
