@@ -152,7 +152,7 @@ def test_flop_model_at_the_default_shape_matches_the_closed_form():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(rule="gated", T=8, K=2, V=2, C=4), "rule must be 'additive' or 'delta'"),
+        (dict(rule="gated", T=8, K=2, V=2, C=4), "rule must be one of 'additive', 'delta', got 'gated'"),
         (dict(rule="delta", T=0, K=2, V=2, C=4), "T must be >= 1"),
         (dict(rule="delta", T=8, K=2, V=2, C=0), "C must be >= 1"),
     ],
@@ -306,6 +306,40 @@ def test_table_has_one_row_per_cell_and_says_how_it_was_measured(tiny_run):
         assert cells[3] == f"{c.speedup:.1f}x" and cells[5] == f"{r.fraction_of_matmul(c):.0%}"
     assert "slowest gate strength / fastest: mamba2" in text
     assert "KDA chunk / Gated DeltaNet chunk: logσ(x)/16" in text
+
+
+def test_a_row_past_the_spread_limit_is_marked_as_a_slow_regime(tiny_run):
+    r, _ = tiny_run
+    gated = [c for c in r.cells if c.op == "gated_deltanet"]
+    fastest = min(c.chunk_seconds for c in gated)
+    # one strength made 2x slower than the op's fastest, one just inside the limit: only the first is marked
+    slow, inside = gated[0], gated[1]
+    cells = [
+        dataclasses.replace(c, chunk_seconds=2 * fastest)
+        if c is slow
+        else dataclasses.replace(c, chunk_seconds=fastest * 1.4)
+        if c is inside
+        else dataclasses.replace(c, chunk_seconds=max(c.chunk_seconds, fastest))
+        if c.op == "gated_deltanet"
+        else c
+        for c in r.cells
+    ]
+    changed = dataclasses.replace(r, cells=cells)
+    marked = {c.gate for c in changed.cells if c.op == "gated_deltanet" and changed.slow_regime(c)}
+    assert slow.gate in marked and inside.gate not in marked
+    text = format_result(changed)
+    row = next(line for line in text.splitlines() if line.startswith(f"{'gated_deltanet':<18}{slow.gate:<24}"))
+    assert row.endswith(f"<< {changed.over_fastest(cells[r.cells.index(slow)]):.2f}x its fastest strength")
+    assert not any("<<" in line for line in text.splitlines() if line.startswith(f"{'linear_attention':<18}"))
+    data = changed.to_json()["cells"]
+    assert [c["slow_regime"] for c in data] == [changed.slow_regime(c) for c in changed.cells]
+    assert f"more than {bench.SPREAD_LIMIT:g}x slower" in text
+
+
+def test_the_default_strengths_are_the_one_recipe_of_lineage_inputs():
+    from lineage.inputs import GATE_STRENGTHS
+
+    assert [d.label for d in gate_draws(BenchConfig())] == [d.label for d in GATE_STRENGTHS]
 
 
 def test_cli_prints_the_table_writes_json_and_reports_progress(tmp_path, capsys):

@@ -1,8 +1,10 @@
 """The chunked form at every gate strength real models use: values, gradients, causality, finiteness.
 
-Gates are drawn as logsigmoid(N(0, 1)) / n for n ∈ {16, 4, 1, 0.25} (mean log-decay per step from about −0.05 to
-about −3.2), plus occasional wipes (g = −inf), g = 0 exactly, and log-decays down to −1e4 per step. Each case runs
-every length in LENGTHS and every chunk size in CHUNK_SIZES against the reference loop.
+Gates are drawn from the one recipe of strengths (``lineage.inputs.GATE_STRENGTHS``, the benchmark's rows too):
+logsigmoid(N(0, 1)) / n for n ∈ {16, 4, 1, 0.25} (mean log-decay per step from about −0.05 to about −3.2) and 5%
+wiped positions (g = −inf); per-channel gates also with 5% of single channels wiped
+(``lineage.inputs.CHANNEL_WIPES``); beyond the recipe, g = 0 exactly and log-decays down to −1e4 per step. Each case
+runs every length in LENGTHS and every chunk size in CHUNK_SIZES against the reference loop.
 """
 
 from __future__ import annotations
@@ -14,24 +16,28 @@ import torch
 import torch.nn.functional as F
 
 import lineage.ops.recurrence as recurrence
+from lineage.inputs import CHANNEL_WIPES, GATE_STRENGTHS, GateDraw
 from lineage.ops.recurrence import chunk_memory, parallel_memory, recurrent_memory, unit_lower_inverse
 from tests.util import CELLS, DTYPE_NAME, assert_close
 
 LENGTHS = (1, 15, 63, 64, 65, 300)
 CHUNK_SIZES = (1, 3, 16, 64, None)  # None: one chunk as long as the sequence
-GATE_STRENGTHS = ("n16", "n4", "n1", "n0.25", "wipes", "zero", "down_to_-1e4")
+
+
+def strength_name(d: GateDraw) -> str:
+    """A short test id for a draw: n16, n0.25, n1-5%wipes, n1-5%channel-wipes."""
+    wipes = "" if not d.wipe_fraction else f"-{d.wipe_fraction:.0%}{'channel-' if d.wipe_channels else ''}wipes"
+    return f"n{d.normaliser:g}{wipes}"
+
+
+DRAWS = {strength_name(d): d for d in (*GATE_STRENGTHS, CHANNEL_WIPES)}
+GATE_STRENGTH_NAMES = (*DRAWS, "zero", "down_to_-1e4")
 
 
 def draw_gate(shape, strength: str, gen: torch.Generator, dtype=torch.float64) -> torch.Tensor:
     """A log-gate of the given strength (see the module docstring), drawn in fp64 and cast."""
-    x = torch.randn(*shape, generator=gen, dtype=torch.float64)
-    if strength.startswith("n"):
-        g = F.logsigmoid(x) / float(strength[1:])
-    elif strength == "wipes":  # logsigmoid(N(0,1)) with 5% of the steps (and at least one) wiping the state
-        g = F.logsigmoid(x)
-        wipe = torch.rand(*shape, generator=gen, dtype=torch.float64) < 0.05
-        wipe.view(-1)[len(wipe.view(-1)) // 2] = True
-        g = g.masked_fill(wipe, -torch.inf)
+    if strength in DRAWS:
+        g = DRAWS[strength].draw(tuple(shape), gen, torch.float64)
     elif strength == "zero":
         g = torch.zeros(*shape, dtype=torch.float64)
     else:  # anything from no decay to −1e4 per step, log-uniform in magnitude
@@ -72,8 +78,9 @@ def case_id(rule, gate, strength, dtype=None):
 
 STRENGTH_CASES = [
     (rule, gate, strength)
-    for (rule, gate), strength in itertools.product(CELLS, GATE_STRENGTHS)
-    if gate != "none" or strength == "n16"  # an ungated cell has no strength to sweep
+    for (rule, gate), strength in itertools.product(CELLS, GATE_STRENGTH_NAMES)
+    if (gate != "none" or strength == "n16")  # an ungated cell has no strength to sweep
+    and (gate == "channel" or not (strength in DRAWS and DRAWS[strength].wipe_channels))  # a channel needs channels
 ]
 
 
@@ -189,3 +196,41 @@ def test_the_default_chunk_size_is_the_devices(rule, gate):
         x["q"], x["k"], x["v"], x["g"], x["beta"], rule=rule, initial_state=x["initial_state"], output_final_state=True
     )
     assert torch.equal(o_default, o) and torch.equal(S_default, S)
+
+
+def subnormal_share(x: torch.Tensor) -> float:
+    """The share of x's entries that are subnormal: non-zero and below the dtype's smallest normal number."""
+    return ((x != 0) & (x.abs() < torch.finfo(x.dtype).tiny)).double().mean().item()
+
+
+@pytest.mark.parametrize("gate", ["scalar", "channel"])
+def test_fast_forgetting_gates_leave_no_subnormal_decay_in_the_chunked_form(gate, monkeypatch):
+    # At n = 0.25 (α ≈ 0.04 a step) the decays across a chunk of 32 reach e^-100, below fp32's smallest normal
+    # number: the strong-gate knob flushes them to 0, so no decay or decayed product is subnormal (the CPU's slow path)
+    x = inputs("delta", gate, "n0.25", 256, K=16, V=8, dtype=torch.float32)
+    seen = []
+    real = recurrence.decayed_products
+
+    def spy(*args):
+        decay, products = real(*args)
+        seen.extend([decay.from_start, decay.to_end, decay.chunk, *products])
+        return decay, products
+
+    monkeypatch.setattr(recurrence, "decayed_products", spy)
+    forward(x, rule="delta", mode="chunk", chunk_size=32)
+    assert seen and max(map(subnormal_share, seen)) == 0.0
+    seen.clear()
+    monkeypatch.setattr(recurrence, "FLUSH_DECAYS", False)  # the knob off: the same run has them, so the test can fail
+    forward(x, rule="delta", mode="chunk", chunk_size=32)
+    assert max(map(subnormal_share, seen)) > 0.01
+
+
+@pytest.mark.parametrize("rule, gate", [("delta", "scalar"), ("delta", "channel"), ("additive", "channel")])
+@pytest.mark.parametrize("strength", ["n0.25", "n1-5%wipes"])
+def test_the_flush_changes_outputs_only_by_rounding(rule, gate, strength, monkeypatch):
+    x = inputs(rule, gate, strength, 300, K=16, V=8, dtype=torch.float32)
+    o, S = forward(x, rule=rule, mode="chunk", chunk_size=32)
+    monkeypatch.setattr(recurrence, "FLUSH_DECAYS", False)
+    o_raw, S_raw = forward(x, rule=rule, mode="chunk", chunk_size=32)
+    assert_close(o, o_raw, tol=1e-6, what="output, flushed vs not")
+    assert_close(S, S_raw, tol=1e-6, what="final state, flushed vs not")

@@ -51,6 +51,23 @@ Rule = Literal["additive", "delta"]
 # Speed knobs of the chunked form (each changes nothing but speed, and each is tested for equal results):
 INVERSE_BLOCK = 16  # unit_lower_inverse inverts blocks of up to this many rows by a triangular solve
 CPU_SLAB = 64  # on a CPU, chunk_memory runs spans of ~this many chunks (all heads) per thread, kept in cache
+# The strong-gate knob: decays inside a chunk smaller than ε² (ε = the dtype's machine epsilon) are set to 0 (see
+# flush_decays). Fast-forgetting gates make such decays common, and left alone they sink into the subnormal range,
+# where many CPUs run every product that touches them 10-100x slower: the chunked form fell off a cliff at strong gates.
+FLUSH_DECAYS = True
+
+
+def flush_decays(decay: torch.Tensor) -> torch.Tensor:
+    """Decay factors below ε² set to exactly 0 (the strong-gate knob, :data:`FLUSH_DECAYS`; a no-op when it is off).
+
+    ε² is 1.4e-14 in fp32 (4.9e-32 in fp64): a term scaled by less than that sits far below the rounding of any output
+    it is added to, so outputs agree with the unflushed form to rounding, and a product of two kept factors (≥ ε⁴,
+    2e-28 in fp32) stays clear of the subnormal range (below 1.2e-38). Zero is what a wipe gives anyway.
+    """
+    if not FLUSH_DECAYS:
+        return decay
+    eps = torch.finfo(decay.dtype).eps
+    return torch.nn.functional.threshold(decay, eps * eps, 0.0)  # one pass: decay where > ε², else 0
 
 
 def default_chunk_size(device: torch.device | str) -> int:
@@ -281,7 +298,7 @@ def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> t
     else:
         L = k.new_zeros(Z, P, P)
         L.diagonal(dim1=-2, dim2=-1).fill_(1.0)
-    into_block = torch.exp(g)  # Π_{start(i) ≤ s ≤ i} α_s for blocks of h = 1 step: α_i
+    into_block = flush_decays(torch.exp(g))  # Π_{start(i) ≤ s ≤ i} α_s for blocks of h = 1 step: α_i
     after_in_block = torch.ones_like(into_block)  # Π_{j < s ≤ end(j)} α_s for blocks of 1 step: nothing left
     h = 1
     while h < P:
@@ -298,8 +315,8 @@ def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> t
         # left half by the right half's total
         total = into[:, :, :, -1:]  # (Z, m, 2, 1, Kg): each half's whole decay
         one = torch.ones_like(total[:, :, :1])
-        into_block = (into * torch.cat([one, total[:, :, :1]], dim=2)).view(Z, P, Kg)
-        after_in_block = (after * torch.cat([total[:, :, 1:], one], dim=2)).view(Z, P, Kg)
+        into_block = flush_decays((into * torch.cat([one, total[:, :, :1]], dim=2)).view(Z, P, Kg))
+        after_in_block = flush_decays((after * torch.cat([total[:, :, 1:], one], dim=2)).view(Z, P, Kg))
         h *= 2
     decay = ChunkDecay(from_start=into_block[:, :C], to_end=after_in_block[:, :C], chunk=into_block[:, C - 1])
     if not per_channel:
