@@ -8,6 +8,7 @@ import streamlit as st
 
 from lineage import plots, stages
 from lineage.measure import footprints
+from lineage.mechanisms import write_rule
 from lineage.teach import ledger
 from ui.display import chart, markdown_table, prose
 from ui.first_chart import defer_rest
@@ -108,18 +109,18 @@ st.markdown(
     )
 )
 
-st.subheader("One recurrence, six cells")
+cells = stages.grid()
+st.subheader(stages.grid_title(cells))
+rules = " or ".join(f"*{r.name}* ({r.gloss})" for r in map(write_rule, stages.grid_rules()))
 prose(
-    """
+    f"""
 Every fixed-memory stage runs the same loop over a K × V state S: optionally decay it, write the new key and
-value, read it with the query. Two choices tell the stages apart. The **write rule**: *additive* (S += k vᵀ) or
-*delta* (read the value at k first and write only the correction). The **gate**: none, one decay per head, or one
-decay per key channel. Pick a cell to open its page.
+value, read it with the query. Two choices tell the stages apart. The **write rule**: {rules}. The **gate**: none,
+one decay per head, or one decay per key channel. Pick a cell to open its page.
 """
 )
 page_of = {entry.stage: entry for entry in PAGES if entry.stage}
 gate_names = {"none": "no gate (α = 1)", "scalar": "one gate per head", "channel": "a gate per key channel"}
-rule_names = {"additive": "**additive** write", "delta": "**delta** write"}
 
 
 def stage_cell(container, stage: stages.Stage) -> None:
@@ -133,16 +134,19 @@ def stage_cell(container, stage: stages.Stage) -> None:
         container.caption(str(stage.year))
 
 
-cells = stages.grid()
-header = st.columns([1, 2, 2, 2])
+widths = [1] + [2] * len(stages.GRID_GATES)
+header = st.columns(widths)
 header[0].markdown("*write rule \\ gate*")
 for col, gate in zip(header[1:], stages.GRID_GATES, strict=True):
     col.markdown(f"*{gate_names[gate]}*")
-for rule in stages.GRID_RULES:
-    row = st.columns([1, 2, 2, 2], border=True)
-    row[0].markdown(rule_names[rule])
+for rule in stages.grid_rules():
+    row = st.columns(widths, border=True)
+    row[0].markdown(f"**{write_rule(rule).name}** write")
     for col, gate in zip(row[1:], stages.GRID_GATES, strict=True):
-        stage_cell(col, cells[(rule, gate)])
+        for stage in cells[(rule, gate)]:  # every stage of the cell: two in one cell are both drawn
+            stage_cell(col, stage)
+        if not cells[(rule, gate)]:
+            col.caption("no stage yet")
 st.markdown("The softmax family sits outside the grid: it keeps every key and value instead of a fixed state.")
 outside = [s for s in stages.all_stages() if not s.in_grid]
 for col, stage in zip(st.columns(len(outside), border=True), outside, strict=True):

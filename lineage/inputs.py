@@ -2,8 +2,9 @@
 
 Every q, k, v, g, β the package draws comes from one of these recipes, chosen by what the numbers are for:
 
-* checking one form against another, and timing the forms: :func:`random_inputs` (``python -m lineage verify``,
-  ``python -m lineage bench``, the tests through ``tests.util.make_inputs``);
+* checking one form against another, and timing the forms: :func:`random_inputs` (``python -m lineage bench``), and
+  :func:`draw_inputs`, the same numbers kept to what one mechanism's op takes (``python -m lineage verify``, the tests
+  through ``tests.util.make_inputs``);
 * a gate of a given strength: :class:`GateDraw` (the benchmark's strengths, :data:`RANDOM_GATE` of verify and the
   tests, :func:`layer_inputs`' gate);
 * inputs as a layer feeds its op, at any size: :func:`layer_inputs` (the real-size runs of
@@ -13,6 +14,9 @@ Every q, k, v, g, β the package draws comes from one of these recipes, chosen b
 
 The story's inputs are not drawn: :func:`lineage.teach.story.story_tensors` builds them from the story's own keys,
 values and gates (the claims, :mod:`lineage.teach.claims`).
+
+Which tensors an op takes and their shapes are the mechanism's op contract (``Mechanism.op_contract``): every recipe
+asks the entry (``m.takes("g")``, ``m.input_shape("g", sizes)``) instead of working it out from the rule and gate.
 
 Each recipe draws from a ``torch.Generator`` it is given (or seeds its own), never from torch's global one, in a
 fixed order, so a seed gives the same numbers every time (verify and the benchmark are reproducible to the bit).
@@ -29,13 +33,14 @@ Memory lab (``lab.run_mechanisms``, every cue a head of one call) are built on i
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from lineage import checks
-from lineage.mechanisms import Mechanism
+from lineage.mechanisms import Mechanism, OpInput
 from lineage.ops.linear_attention import recurrence_inputs
 from lineage.ops.recurrence import recurrent_memory
 
@@ -116,6 +121,40 @@ class GateDraw:
 RANDOM_GATE = GateDraw(shift=2.0)  # the checks' random gate (verify, the tests): α mostly between 0.7 and 0.99
 
 
+def draw_inputs(
+    contract: Sequence[OpInput],
+    sizes: dict[str, int],
+    gen: torch.Generator,
+    *,
+    gate: Callable[[tuple[int, ...], torch.Generator], torch.Tensor] | None = None,
+    dtype: torch.dtype = torch.float64,
+) -> dict[str, torch.Tensor | None]:
+    """The checking inputs of an op (:func:`random_inputs`, then its log-gate), kept to what its op contract
+    (``Mechanism.op_contract``, or ``default_op_inputs(rule, gate)`` for a cell of the grid) takes: ``sizes`` has B, H,
+    T, K and V.
+
+    ``gate(shape, gen)`` draws the log-gate in the shape the contract gives (default :data:`RANDOM_GATE` in
+    ``dtype``), from the same generator after the rest, and only when the op takes one. So the numbers are those of
+    :func:`random_inputs` whatever the mechanism, and a tensor the op does not take is None.
+
+    Returns a dict with q, k, v, g, beta (None where the op takes no such tensor) and initial_state.
+    """
+    takes = {x.name: x for x in contract}
+    unknown = set(takes) - {"q", "k", "v", "g", "beta"}
+    if unknown:
+        raise ValueError(f"draw_inputs draws q, k, v, g and beta; the contract also names {sorted(unknown)}")
+    x = random_inputs(sizes["B"], sizes["H"], sizes["T"], sizes["K"], sizes["V"], gen, dtype=dtype)
+    if gate is None:
+
+        def gate(shape, gen):
+            return RANDOM_GATE.draw(shape, gen, dtype=dtype)
+
+    x["g"] = gate(takes["g"].shape(sizes), gen) if "g" in takes else None
+    if "beta" not in takes:
+        x["beta"] = None
+    return x
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Inputs as a layer feeds its op
 # ---------------------------------------------------------------------------------------------------------------
@@ -139,13 +178,12 @@ def layer_inputs(m: Mechanism, H: int, T: int, K: int, gen: torch.Generator, *, 
     def normal(*shape: int) -> torch.Tensor:
         return torch.randn(*shape, generator=gen, dtype=torch.float32, device=gen.device)
 
+    sizes = {"B": 1, "H": H, "T": T, "K": K, "V": K}
     q, k, v = normal(1, H, T, K), normal(1, H, T, K), normal(1, H, T, K)
     if m.layer.l2norm:
         q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
-    g = None
-    if m.gate != "none":
-        g = GateDraw(GATE_DIVISOR).draw((1, H, T, K) if m.gate == "channel" else (1, H, T), gen)
-    beta = torch.sigmoid(normal(1, H, T)) if m.rule == "delta" else None
+    g = GateDraw(GATE_DIVISOR).draw(m.input_shape("g", sizes), gen) if m.takes("g") else None
+    beta = torch.sigmoid(normal(*m.input_shape("beta", sizes))) if m.takes("beta") else None
     x = {"q": q, "k": k, "v": v, "g": g, "beta": beta}
     if state:
         x["initial_state"] = normal(1, H, K, K) / math.sqrt(K)
@@ -196,18 +234,19 @@ def rule_inputs(m: Mechanism, T: int, K: int, V: int, seed: int, rule: GateRule 
     if m.rule == "delta":
         q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
     g = None
-    if m.gate != "none":
-        base = torch.linspace(rule.alpha, rule.alpha_min, K) if m.gate == "channel" else torch.full((K,), rule.alpha)
-        logit = torch.logit(base.clamp(1e-6, 1 - 1e-6)) + rule.alpha_jitter * (
-            jitter if m.gate == "channel" else jitter[..., :1]
-        )
+    if m.takes("g"):
+        per_channel = m.input_dims("g")[-1] == "K"
+        base = torch.linspace(rule.alpha, rule.alpha_min, K) if per_channel else torch.full((K,), rule.alpha)
+        spread = jitter if per_channel else jitter[..., :1]
+        logit = torch.logit(base.clamp(1e-6, 1 - 1e-6)) + rule.alpha_jitter * spread
         alpha = torch.sigmoid(logit)
         alpha = torch.where(base >= 1.0, 1.0, torch.where(base <= 0.0, 0.0, alpha))  # keep exact 0 and 1
         g = torch.log(alpha)  # −inf where α = 0: a wipe
-        g = g if m.gate == "channel" else g[..., 0]
+        g = g if per_channel else g[..., 0]
     beta = None
-    if m.rule == "delta":
-        beta = torch.sigmoid(beta_noise) if rule.beta is None else torch.full((1, 1, T), float(rule.beta))
+    if m.takes("beta"):
+        shape = m.input_shape("beta", {"B": 1, "H": 1, "T": T, "K": K, "V": V})
+        beta = torch.sigmoid(beta_noise) if rule.beta is None else torch.full(shape, float(rule.beta))
     return q, k, v, g, beta
 
 
@@ -259,16 +298,16 @@ def run_mechanism(
     if not m.is_linear:
         raise ValueError(f"{m.key!r} is not a linear-memory mechanism; its op has another signature")
     if trace:
-        gated = m.gate != "none"
+        gated = m.takes("g")
         return recurrent_memory(
             q,
             k,
             v,
             g if gated else None,
-            beta if m.rule == "delta" else None,
+            beta if m.takes("beta") else None,
             rule=m.rule,
             trace=True,
-            per_channel=(m.gate == "channel") if gated else None,
+            per_channel=m.input_dims("g")[-1] == "K" if gated else None,
             **kwargs,
         )
     return m.call(q, k, v, g, beta, **(dict(m.bare) | kwargs if bare else kwargs))

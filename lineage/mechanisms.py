@@ -15,9 +15,15 @@ The linear-memory family is one recurrence (:mod:`lineage.ops.recurrence`) and t
 The softmax family ("softmax": GPT-2's multi-head attention, "mla": DeepSeek's latent cache) has no write rule:
 it keeps every key and value instead of folding them into a state.
 
-Every linear op takes ``q, k, v``, then ``g`` if it has a gate, then ``beta`` if it writes with the delta rule
-(the package convention); :meth:`Mechanism.call` passes exactly those, so a caller can run any linear mechanism
-from one set of inputs.
+Two more tables sit beside the mechanisms, each a definition per entry that every consumer reads:
+
+* the **write rules** (:func:`write_rules`, :class:`WriteRule`): what a rule writes per step, its FLOP terms in the
+  chunked form, the marker and dash its mechanisms' lines carry, its row on the home page's grid;
+* the **op contract** (:class:`OpInput`, :attr:`Mechanism.op_contract`): which tensors a mechanism's op takes after
+  ``q, k, v`` and their shapes, derived from its gate and rule (``g`` if it has a gate, ``beta`` if its rule takes
+  a write strength: the package convention) unless an entry states its own. :meth:`Mechanism.call` passes exactly
+  those, :meth:`Mechanism.input_shape` gives their shapes and :func:`lineage.inputs.draw_inputs` draws them, so a
+  caller can run any linear mechanism from one set of inputs.
 """
 
 from __future__ import annotations
@@ -39,7 +45,6 @@ from lineage.ops.linear_attention import linear_attention
 from lineage.ops.mamba2 import mamba2
 from lineage.ops.softmax import softmax_attention
 
-RULES = ("additive", "delta")
 GATES = ("none", "scalar", "channel")
 OUTPUT_GATES = ("none", "swish", "sigmoid")
 # How a layer computes its log-gate from x, by gate kind (see lineage.models.layers.LinearMemoryMixer.gates):
@@ -48,6 +53,160 @@ GATE_FORMS = {
     "scalar": ("softplus",),  # Mamba-2: g = −exp(A_log) · softplus(W x + dt_bias), one per head
     "channel": ("logsigmoid", "softplus"),  # GLA: log σ(W↑W↓x) / 16; KDA: −exp(A_log) · softplus(W↑W↓x + dt_bias)
 }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Write rules
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _additive_step(S: torch.Tensor, k_t: torch.Tensor, v_t: torch.Tensor, beta_t: torch.Tensor | None) -> torch.Tensor:
+    """S_t = S' + k_t v_tᵀ"""
+    return S + k_t[..., :, None] * v_t[..., None, :]
+
+
+def _delta_step(S: torch.Tensor, k_t: torch.Tensor, v_t: torch.Tensor, beta_t: torch.Tensor | None) -> torch.Tensor:
+    """S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ"""
+    read = torch.einsum("...kv,...k->...v", S, k_t)  # what the memory holds at k_t before the write
+    return S + beta_t[..., None, None] * k_t[..., :, None] * (v_t - read)[..., None, :]
+
+
+def _additive_flops(C: int, K: int, V: int) -> dict[str, int]:
+    """An additive write adds no term to the chunked form: it writes the values themselves."""
+    return {}
+
+
+def _delta_flops(C: int, K: int, V: int) -> dict[str, int]:
+    """The delta rule's terms per chunk: the WY/UT transform and the values it corrects."""
+    return {
+        "A_kk": 2 * C * C * K,
+        "solve": C * (C * C - 1) // 3,
+        "U = T V": 2 * C * C * V,
+        "W = T (K ⊙ e^G)": 2 * C * C * K,
+        "W S": 2 * C * K * V,
+    }
+
+
+@dataclass(frozen=True)
+class WriteRule:
+    """A write rule of the linear-memory family: how a step writes into the state, and what every consumer of a
+    rule needs to know about it, so that a new rule is one definition in :func:`write_rules`.
+
+    A rule's row on the home page's grid is its place in :func:`write_rules`. Its math in the three forms lives in
+    :mod:`lineage.ops.recurrence`, which takes its ``key``; ``step`` is the same write on one step, the reference the
+    tests hold the recurrence to.
+    """
+
+    key: str  # the name the recurrence takes (``rule=``) and Mechanism.rule holds
+    name: str  # how a sentence or the grid's row names it: "additive", "delta"
+    equation: str  # the write on one step, as the pages write it
+    gloss: str  # what it does, in a few words (the home page's sentence on the grid)
+    takes_beta: bool  # its op takes a write strength β [B, H, T] after the gate
+    step: Callable  # (S' [..., K, V], k_t [..., K], v_t [..., V], β_t [...] or None) -> S_t [..., K, V]
+    write_flops: Callable[[int, int, int], dict[str, int]]  # (C, K, V) -> {term: FLOPs of one chunk} it adds
+    marker: str  # the marker of its mechanisms' lines on every chart (lineage.plots.palette)
+    lab_dash: str  # the dash of its mechanisms' lines in the Memory lab (lineage.plots.lab)
+
+    def __post_init__(self):
+        if not self.key.isidentifier():
+            raise ValueError(f"a write rule's key must be a Python identifier, got {self.key!r}")
+
+
+_RULES = (
+    WriteRule(
+        key="additive",
+        name="additive",
+        equation="S_t = S' + k_t v_tᵀ",
+        gloss="S += k vᵀ",
+        takes_beta=False,
+        step=_additive_step,
+        write_flops=_additive_flops,
+        marker="circle",
+        lab_dash="dot",
+    ),
+    WriteRule(
+        key="delta",
+        name="delta",
+        equation="S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ",
+        gloss="read the value at k first and write only the correction",
+        takes_beta=True,
+        step=_delta_step,
+        write_flops=_delta_flops,
+        marker="diamond",
+        lab_dash="solid",
+    ),
+)
+_BASE_RULES: Mapping[str, WriteRule] = MappingProxyType({r.key: r for r in _RULES})
+_EXTRA_RULES: ContextVar[Mapping[str, WriteRule]] = ContextVar("registered_rules", default=MappingProxyType({}))
+
+
+def write_rules() -> Mapping[str, WriteRule]:
+    """Every write rule by key, in the grid's row order (the rules above, plus any :func:`registered_rule` added)."""
+    extra = _EXTRA_RULES.get()
+    return MappingProxyType({**_BASE_RULES, **extra}) if extra else _BASE_RULES
+
+
+def write_rule(rule: str) -> WriteRule:
+    """The definition of write rule ``rule``, with a message listing the rules when it is unknown."""
+    rules = write_rules()
+    if rule not in rules:
+        raise ValueError(f"rule must be one of {', '.join(map(repr, rules))}, got {rule!r}")
+    return rules[rule]
+
+
+@contextmanager
+def registered_rule(rule: WriteRule) -> Iterator[WriteRule]:
+    """Put a new write rule in the table of rules for a ``with`` block (tests: every consumer of a rule meets it)."""
+    if not isinstance(rule, WriteRule):
+        raise TypeError(f"rule must be a WriteRule, got {type(rule).__name__}")
+    if rule.key in write_rules():
+        raise ValueError(f"a write rule named {rule.key!r} is already in the table")
+    token = _EXTRA_RULES.set(MappingProxyType({**_EXTRA_RULES.get(), rule.key: rule}))
+    try:
+        yield rule
+    finally:
+        _EXTRA_RULES.reset(token)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The op contract: which tensors an op takes, and their shapes
+# ---------------------------------------------------------------------------------------------------------------
+
+DIMS = ("B", "H", "T", "K", "V")  # batch, heads, steps, key width, value width
+GATE_DIMS = {"none": None, "scalar": ("B", "H", "T"), "channel": ("B", "H", "T", "K")}  # the log-gate g, by gate
+
+
+@dataclass(frozen=True)
+class OpInput:
+    """One positional tensor of a mechanism's op: its name and its shape, in the dimensions of :data:`DIMS`."""
+
+    name: str  # "q", "k", "v", "g", "beta", … (the op's parameter)
+    dims: tuple[str, ...]  # e.g. ("B", "H", "T", "K")
+
+    def __post_init__(self):
+        unknown = [d for d in self.dims if d not in DIMS]
+        if unknown:
+            raise ValueError(f"{self.name}: dims must be drawn from {DIMS}, got {self.dims!r}")
+
+    def shape(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        """The shape at ``sizes`` (a mapping with every dimension this input has: {"B": 2, "H": 3, …})."""
+        missing = [d for d in self.dims if d not in sizes]
+        if missing:
+            raise ValueError(f"{self.name} is {'×'.join(self.dims)}: sizes lack {', '.join(missing)}")
+        return tuple(int(sizes[d]) for d in self.dims)
+
+
+QKV = (OpInput("q", ("B", "H", "T", "K")), OpInput("k", ("B", "H", "T", "K")), OpInput("v", ("B", "H", "T", "V")))
+
+
+def default_op_inputs(rule: str | None, gate: str) -> tuple[OpInput, ...]:
+    """The package convention: ``q, k, v``, then ``g`` if the gate is on, then ``beta`` if the rule takes it."""
+    if rule is None:
+        return QKV
+    extra = (OpInput("g", GATE_DIMS[gate]),) if GATE_DIMS[gate] else ()
+    if write_rule(rule).takes_beta:
+        extra += (OpInput("beta", ("B", "H", "T")),)
+    return QKV + extra
 
 
 @dataclass(frozen=True)
@@ -86,7 +245,8 @@ class Mechanism:
         key: the one name used everywhere (pages, layers, footprints, plots, bench, lab).
         title, year, paper (citation with arXiv id), url.
         label: the short name for legends and sentences (default: the title).
-        rule: "additive" | "delta" for the linear-memory family; None for the softmax family.
+        rule: the key of its write rule in :func:`write_rules` ("additive" | "delta") for the linear-memory family;
+            None for the softmax family. :attr:`write` is the rule's definition.
         gate: "none" | "scalar" | "channel".
         layer: what its layer puts around the recurrence; None for the softmax family (their layers are
             :class:`lineage.ops.softmax.CausalSelfAttention` and :class:`lineage.models.mla.MLA`).
@@ -100,6 +260,9 @@ class Mechanism:
         layer_kind: its layer kind in :mod:`lineage.schedules` (the schedules the models build and the cost
             catalogue sizes): the key, except "mha" for softmax attention, whose footprint kinds are "mha" and
             "gqa"; :func:`layer_mechanism` maps a kind back to its mechanism.
+        op_inputs: the op's positional tensors and their shapes (:class:`OpInput`), where they are not the
+            package's convention for its rule and gate (empty: :func:`default_op_inputs`). An op that takes them in
+            another order or shape states its own here, and every caller follows: they read :attr:`op_contract`.
     """
 
     key: str
@@ -117,12 +280,14 @@ class Mechanism:
     bare: Mapping[str, object] = field(default_factory=dict)
     layer_kind: str = ""
     label: str = ""
+    op_inputs: tuple[OpInput, ...] = ()
 
     def __post_init__(self):
         if not self.key.isidentifier():
             raise ValueError(f"key must be a Python identifier (it names files and URL paths), got {self.key!r}")
-        if self.rule is not None and self.rule not in RULES:
-            raise ValueError(f"rule must be one of {RULES} or None (softmax family), got {self.rule!r}")
+        if self.rule is not None and self.rule not in write_rules():
+            rules = ", ".join(map(repr, write_rules()))
+            raise ValueError(f"rule must be one of {rules} or None (softmax family), got {self.rule!r}")
         if self.gate not in GATES:
             raise ValueError(f"gate must be one of {GATES}, got {self.gate!r}")
         if not re.fullmatch(r"#[0-9A-Fa-f]{6}", self.colour):
@@ -144,11 +309,48 @@ class Mechanism:
         object.__setattr__(self, "bare", MappingProxyType(dict(self.bare)))
         object.__setattr__(self, "layer_kind", self.layer_kind or self.key)
         object.__setattr__(self, "label", self.label or self.title)
+        object.__setattr__(self, "op_inputs", tuple(self.op_inputs))
+        if self.op_inputs and tuple(x.name for x in self.op_inputs[:3]) != ("q", "k", "v"):
+            raise ValueError(f"{self.key}: op_inputs must start with q, k, v, got {[x.name for x in self.op_inputs]}")
 
     @property
     def is_linear(self) -> bool:
         """A fixed-size state (the linear-memory family), as opposed to a cache that grows with the context."""
         return self.rule is not None
+
+    @property
+    def op_contract(self) -> tuple[OpInput, ...]:
+        """Its op's positional tensors and their shapes: :attr:`op_inputs` if the entry states them, else the
+        convention for its rule and gate (``q, k, v``, ``g`` if gated, ``beta`` if the rule takes it); empty for a
+        mechanism without an op (MLA)."""
+        if self.op_inputs:
+            return self.op_inputs
+        return default_op_inputs(self.rule, self.gate) if self.op is not None else ()
+
+    @property
+    def write(self) -> WriteRule | None:
+        """Its write rule's definition (None for the softmax family)."""
+        return None if self.rule is None else write_rule(self.rule)
+
+    def takes(self, name: str) -> bool:
+        """Whether its op takes the tensor ``name`` ("g", "beta", …) among its positional inputs."""
+        return any(x.name == name for x in self.op_contract)
+
+    def input_dims(self, name: str) -> tuple[str, ...]:
+        """The dimensions of the tensor ``name`` its op takes (("B", "H", "T", "K") for a per-channel gate)."""
+        for x in self.op_contract:
+            if x.name == name:
+                return x.dims
+        raise ValueError(f"{self.key}'s op takes {', '.join(x.name for x in self.op_contract)}, not {name!r}")
+
+    def input_shape(self, name: str, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        """The shape its op expects of ``name`` at ``sizes`` ({"B": 2, "H": 3, "T": 45, "K": 8, "V": 6})."""
+        return OpInput(name, self.input_dims(name)).shape(sizes)
+
+    def op_args(self, tensors: Mapping[str, object]) -> list:
+        """Its op's positional arguments, in the order of :attr:`op_contract`, picked from ``tensors`` by name
+        (None where it is missing: the op says what it expected)."""
+        return [tensors.get(x.name) for x in self.op_contract]
 
     @property
     def additive(self) -> bool:
@@ -171,17 +373,16 @@ class Mechanism:
     ):
         """Run this linear mechanism's op with the arguments it takes: ``op(q, k, v, [g], [beta], **kwargs)``.
 
-        ``g`` is passed when the mechanism has a gate, ``beta`` when it writes with the delta rule; the other is
-        ignored, so one set of inputs serves every mechanism.
+        The op's positional tensors are those of :attr:`op_contract` (``g`` when the mechanism has a gate, ``beta``
+        when its rule takes it; an entry's own contract may name more, passed here by keyword); the rest are ignored,
+        so one set of inputs serves every mechanism.
         """
         if not self.is_linear:
             raise ValueError(f"{self.key!r} is not a linear-memory mechanism; its op has another signature")
-        args = [q, k, v]
-        if self.gate != "none":
-            args.append(g)
-        if self.rule == "delta":
-            args.append(beta)
-        return self.op(*args, **kwargs)
+        names = {x.name for x in self.op_contract}
+        more = {n: kwargs.pop(n) for n in list(kwargs) if n in names}  # a contract's own tensors, by keyword
+        tensors = {"q": q, "k": k, "v": v, "g": g, "beta": beta} | more
+        return self.op(*self.op_args(tensors), **kwargs)
 
 
 # Colours: Okabe & Ito's colour-blind-safe qualitative palette (2008), except GLA, whose Okabe–Ito yellow is too pale

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from lineage import schedules
-from lineage.mechanisms import GATES, MECHANISMS, RULES, Mechanism, Narrative, mechanism
+from lineage.mechanisms import GATES, MECHANISMS, Mechanism, Narrative, mechanism, write_rules
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,8 +112,12 @@ def all_stages() -> tuple[Stage, ...]:
     return (GPT2, KV_CACHE, *(_mechanism_stage(m) for m in MECHANISMS.values() if m.narrative is not None), HYBRID)
 
 
-GRID_RULES = RULES
-GRID_GATES = GATES
+GRID_GATES = GATES  # the grid's columns, in order
+
+
+def grid_rules() -> tuple[str, ...]:
+    """The grid's rows: every write rule of :func:`lineage.mechanisms.write_rules`, in its order."""
+    return tuple(write_rules())
 
 
 def stage(stage_key: str) -> Stage:
@@ -124,6 +128,32 @@ def stage(stage_key: str) -> Stage:
     return by_key[stage_key]
 
 
-def grid() -> dict[tuple[str, str], Stage]:
-    """The write-rule × gate grid of the linear-memory family: (rule, gate) -> stage."""
-    return {(s.rule, s.gate): s for s in all_stages() if s.in_grid}
+def grid() -> dict[tuple[str, str], tuple[Stage, ...]]:
+    """The write-rule × gate grid of the linear-memory family: (rule, gate) -> every stage in that cell, in the
+    lineage's order, for every cell of :func:`grid_rules` × :data:`GRID_GATES` (an empty cell holds ``()``).
+
+    Two stages in one cell (a successor such as Gated DeltaProduct shares Gated DeltaNet's rule and gate) are both
+    kept: nothing is dropped."""
+    cells: dict[tuple[str, str], tuple[Stage, ...]] = {(r, g): () for r in grid_rules() for g in GRID_GATES}
+    for s in all_stages():
+        if s.in_grid:
+            cells[(s.rule, s.gate)] += (s,)
+    return cells
+
+
+_NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven")
+_NUMBER_WORDS += ("twelve",)
+
+
+def count_words(n: int) -> str:
+    """A count as a sentence writes it: "six" up to twelve, digits above."""
+    return _NUMBER_WORDS[n] if 0 <= n < len(_NUMBER_WORDS) else f"{n:,}"
+
+
+def grid_title(cells: dict[tuple[str, str], tuple[Stage, ...]]) -> str:
+    """The home page's heading over the grid, counted from it: "One recurrence, six cells" (the stages too, when a
+    cell holds more than one: "One recurrence, six cells, seven stages")."""
+    filled = [in_cell for in_cell in cells.values() if in_cell]
+    n_stages = sum(len(in_cell) for in_cell in filled)
+    title = f"One recurrence, {count_words(len(filled))} cells"
+    return title + (f", {count_words(n_stages)} stages" if n_stages != len(filled) else "")

@@ -12,12 +12,16 @@ import pytest
 import torch
 
 from lineage import lab, mechanisms, schedules, stages
+from lineage.inputs import draw_inputs, random_inputs
 from lineage.measure import bench, footprints, verify
 from lineage.mechanisms import MECHANISMS, LayerOptions, Mechanism, Narrative, linear_mechanisms, mechanism
 from lineage.models import hybrid
 from lineage.models.layers import LinearMemoryMixer, MixerConfig
+from lineage.ops.gated_deltanet import gated_deltanet
 from lineage.ops.recurrence import run_memory
-from tests.util import assert_close
+from lineage.plots import lab as plots_lab
+from lineage.plots import palette
+from tests.util import assert_close, make_inputs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 KEYS = ("softmax", "mla", "linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda")
@@ -66,7 +70,7 @@ def test_the_table_holds_the_eight_mechanisms_in_lineage_order():
     assert tuple(MECHANISMS) == KEYS
     assert [m.key for m in linear_mechanisms()] == list(KEYS[2:])
     assert {(m.rule, m.gate) for m in linear_mechanisms()} == {
-        (r, g) for r in mechanisms.RULES for g in mechanisms.GATES
+        (r, g) for r in mechanisms.write_rules() for g in mechanisms.GATES
     }, "the linear family fills the write-rule × gate grid once"
     with pytest.raises(ValueError, match="mechanism must be one of 'softmax'.*got 'linear'"):
         mechanism("linear")
@@ -181,7 +185,9 @@ def test_stage_table_rows_come_from_the_table():
         assert s.mechanisms == (m.key,) and s.layer_kinds == (m.layer_kind,)
     for m in MECHANISMS.values():
         assert m.stage in {s.key for s in table}, f"{m.key} belongs to a row of the stage table"
-    assert set(stages.grid()) == {(m.rule, m.gate) for m in linear_mechanisms()}
+    assert {cell for cell, in_cell in stages.grid().items() if in_cell} == {
+        (m.rule, m.gate) for m in linear_mechanisms()
+    }
 
 
 def test_lab_runs_every_linear_mechanism_of_the_table():
@@ -205,6 +211,10 @@ def test_an_eighth_entry_appears_in_verify_bench_stages_layers_and_lab_with_no_o
         assert [d is None for m, d in plan if m.key == TOY.key] == [False] * len(bench.gate_draws(bench.BenchConfig()))
         toy_stage = stages.stage(TOY.key)
         assert [s.key for s in stages.all_stages()][-2:] == [TOY.key, "hybrid"]
+        # the toy shares Mamba-2's cell: the grid keeps both, and the home page's heading counts them
+        assert [s.key for s in stages.grid()[("additive", "scalar")]] == ["mamba2", TOY.key]
+        assert sum(map(len, stages.grid().values())) == len(linear_mechanisms())
+        assert stages.grid_title(stages.grid()) == "One recurrence, six cells, seven stages"
         assert (toy_stage.title, toy_stage.rule, toy_stage.gate) == (TOY.title, "additive", "scalar")
         mixer = LinearMemoryMixer(TOY.key, MixerConfig(d_model=8, n_heads=2, head_k=4, head_v=4, gate_rank=2))
         x = torch.randn(1, 6, 8, dtype=torch.float64)
@@ -299,3 +309,143 @@ def test_no_module_lists_the_mechanisms_again_or_uses_the_old_name():
 def test_the_stray_name_scan_can_fail():
     tree = ast.parse('KINDS = ("deltanet", "gla", "kda")\nOK = ("deltanet", "x")\n__all__ = ["gla", "kda", "mla"]')
     assert list(_enumerations(tree, set(MECHANISMS))) == [(1, ["deltanet", "gla", "kda"])]
+
+
+# ---- the op contract: which tensors an op takes, and their shapes --------------------------------------------------
+
+SIZES = {"B": 2, "H": 3, "T": 9, "K": 4, "V": 5}
+
+
+@pytest.mark.parametrize("m", linear_mechanisms(), ids=lambda m: m.key)
+def test_the_op_contract_follows_the_gate_and_the_rule(m):
+    names = [x.name for x in m.op_contract]
+    assert names == ["q", "k", "v"] + (["g"] if m.gate != "none" else []) + (["beta"] if m.write.takes_beta else [])
+    assert m.input_shape("v", SIZES) == (2, 3, 9, 5)
+    if m.takes("g"):
+        assert m.input_shape("g", SIZES) == ((2, 3, 9, 4) if m.gate == "channel" else (2, 3, 9))
+    with pytest.raises(ValueError, match=f"{m.key}'s op takes q, k, v.*not 'w'"):
+        m.input_shape("w", SIZES)
+
+
+@pytest.mark.parametrize("m", linear_mechanisms(), ids=lambda m: m.key)
+def test_draw_inputs_draws_what_the_contract_names_in_its_shapes(m):
+    x = draw_inputs(m.op_contract, SIZES, torch.Generator().manual_seed(3))
+    for name in ("q", "k", "v", "g", "beta"):
+        assert (x[name] is not None) == m.takes(name), name
+        if x[name] is not None:
+            assert tuple(x[name].shape) == m.input_shape(name, SIZES), name
+    plain = random_inputs(*SIZES.values(), torch.Generator().manual_seed(3))
+    assert torch.equal(x["q"], plain["q"]) and torch.equal(x["initial_state"], plain["initial_state"])
+    o, _ = m.call(**{n: x[n] for n in ("q", "k", "v", "g", "beta")}, **m.bare)  # the op accepts what was drawn
+    assert o.shape == (2, 3, 9, 5)
+
+
+def gate_after_beta(q, k, v, beta, g, **kw):
+    """Gated DeltaNet with its tensors in another order: an op whose contract is not the convention's."""
+    return gated_deltanet(q, k, v, g, beta, **kw)
+
+
+REORDERED = dataclasses.replace(
+    mechanism("gated_deltanet"),
+    key="toy_reordered",
+    stage="gated_deltanet",
+    narrative=None,
+    colour="#123456",
+    op=gate_after_beta,
+    op_inputs=(*mechanisms.QKV, mechanisms.OpInput("beta", ("B", "H", "T")), mechanisms.OpInput("g", ("B", "H", "T"))),
+)
+
+
+def test_an_entry_stating_its_own_contract_is_called_and_checked_by_it():
+    assert [x.name for x in REORDERED.op_contract] == ["q", "k", "v", "beta", "g"]
+    x = draw_inputs(REORDERED.op_contract, SIZES, torch.Generator().manual_seed(0))
+    mine, _ = REORDERED.call(x["q"], x["k"], x["v"], x["g"], x["beta"])
+    theirs, _ = gated_deltanet(x["q"], x["k"], x["v"], x["g"], x["beta"])
+    assert torch.equal(mine, theirs)
+    with mechanisms.registered(REORDERED):
+        checks = [c for c in verify.run_verify() if c.mechanism == REORDERED.key]
+        assert checks and all(c.ok for c in checks), checks
+    with pytest.raises(ValueError, match="must start with q, k, v"):
+        dataclasses.replace(REORDERED, op_inputs=REORDERED.op_inputs[::-1])
+    extra = (*mechanisms.QKV, mechanisms.OpInput("w", ("B", "H", "T")))
+    with pytest.raises(ValueError, match=r"draw_inputs draws q, k, v, g and beta; the contract also names \['w'\]"):
+        draw_inputs(extra, SIZES, torch.Generator())
+
+
+# ---- write rules as data ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule", list(mechanisms.write_rules().values()), ids=lambda r: r.key)
+def test_a_rule_step_is_the_recurrence_one_step_at_a_time(rule):
+    x = make_inputs(T=7, rule=rule.key, gate="channel")
+    q, k, v, g, beta, S = (x[n] for n in ("q", "k", "v", "g", "beta", "initial_state"))
+    outputs = []
+    for t in range(7):
+        S = rule.step(
+            torch.exp(g[:, :, t, :, None]) * S, k[:, :, t], v[:, :, t], None if beta is None else beta[:, :, t]
+        )
+        outputs.append(torch.einsum("bhkv,bhk->bhv", S, q[:, :, t] * q.shape[-1] ** -0.5))
+    o, S_ref = run_memory(
+        q, k, v, g, beta, rule=rule.key, mode="recurrent", initial_state=x["initial_state"], output_final_state=True
+    )
+    assert_close(torch.stack(outputs, dim=2), o, what=f"{rule.key} step by step")
+    assert_close(S, S_ref, what=f"{rule.key} final state")
+
+
+def erase_step(S, k_t, v_t, beta_t):
+    """A toy third rule: erase along k, then write (the delta rule's step, named apart)."""
+    return mechanisms.write_rule("delta").step(S, k_t, v_t, beta_t)
+
+
+ERASE = mechanisms.WriteRule(
+    key="toy_erase",
+    name="erase",
+    equation="S_t = (I − β_t k_t k_tᵀ) S' + β_t k_t v_tᵀ",
+    gloss="erase along k, then write",
+    takes_beta=True,
+    step=erase_step,
+    write_flops=lambda C, K, V: {"erase": 2 * C * K * V},
+    marker="hexagon",
+    lab_dash="longdash",
+)
+
+
+def loop_op(q, k, v, beta, *, scale=None, initial_state=None, output_final_state=False, **kw):
+    """The toy rule's op: its step in a loop (what a new rule's op in lineage/ops/ would do in three forms)."""
+    B, H, T, K = q.shape
+    S = initial_state if initial_state is not None else q.new_zeros(B, H, K, v.shape[-1])
+    scale = K**-0.5 if scale is None else scale
+    out = []
+    for t in range(T):
+        S = ERASE.step(S, k[:, :, t], v[:, :, t], beta[:, :, t])
+        out.append(torch.einsum("bhkv,bhk->bhv", S, scale * q[:, :, t]))
+    return torch.stack(out, dim=2), S if output_final_state else None
+
+
+def test_a_new_write_rule_is_one_definition_that_every_consumer_reads():
+    with pytest.raises(ValueError, match="rule must be one of 'additive', 'delta'"):
+        dataclasses.replace(TOY, rule=ERASE.key)
+    with mechanisms.registered_rule(ERASE):
+        m = dataclasses.replace(
+            TOY, key="toy_eraser", stage="toy_eraser", rule=ERASE.key, gate="none", layer=LayerOptions(), op=loop_op
+        )
+        with mechanisms.registered(m):
+            assert [x.name for x in m.op_contract] == ["q", "k", "v", "beta"]  # the rule takes β: the contract says so
+            assert stages.grid_rules() == ("additive", "delta", ERASE.key)  # its row on the home page's grid
+            assert [s.key for s in stages.grid()[(ERASE.key, "none")]] == [m.key]
+            assert stages.grid()[(ERASE.key, "channel")] == ()
+            assert palette.mechanism_line(m.key)[1]["symbol"] == "hexagon"
+            assert plots_lab.write_dash(ERASE.key) == "longdash"
+            flops = bench.chunk_flop_model(ERASE.key, T=8, K=2, V=3, C=4)
+            assert flops["erase"] == 2 * 2 * 4 * 2 * 3  # two chunks of its own term
+            assert m.key in lab.participants()
+            result = lab.capacity(mechanisms=("softmax", m.key), n_max=4, trials=1)
+            assert f"{m.label} {result.capacity[m.key]}" in lab.capacity_summary(result)  # counted as a fixed state
+    with pytest.raises(ValueError, match="rule must be one of 'additive', 'delta', got 'toy_erase'"):
+        mechanisms.write_rule(ERASE.key)
+
+
+def test_a_consumer_meeting_a_write_it_cannot_draw_says_so():
+    with pytest.raises(ValueError, match="'mystery' is neither: add its rule to lineage.mechanisms"):
+        plots_lab.write_dash("mystery")
+    assert palette.mechanism_line("softmax")[1]["symbol"] == palette.CACHE_MARKER

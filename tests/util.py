@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from lineage import plots
-from lineage.inputs import RANDOM_GATE, random_inputs
-from lineage.mechanisms import linear_mechanisms, mechanism
+from lineage.inputs import RANDOM_GATE, draw_inputs
+from lineage.mechanisms import default_op_inputs, linear_mechanisms, mechanism
 from lineage.numerics import rel_rms
 from lineage.plots.core import TEXT_MAX_CELLS, TEXT_MAX_SIDE
 from lineage.teach import claims, stage_runs
@@ -48,29 +48,38 @@ def make_inputs(B=2, H=3, T=37, K=8, V=6, *, rule="additive", gate="none", dtype
     Returns a dict with q, k [B, H, T, K], v [B, H, T, V], g ([B, H, T] | [B, H, T, K] | None),
     beta ([B, H, T] | None) and initial_state ([B, H, K, V] | None).
     """
+    return _cast(_draw(default_op_inputs(rule, gate), B, H, T, K, V, seed), dtype, state)
+
+
+def _draw(contract, B, H, T, K, V, seed) -> dict:
+    """The package's checking inputs (``lineage.inputs.draw_inputs``) for an op contract, in fp64."""
     gen = torch.Generator().manual_seed(seed)
-    x = random_inputs(B, H, T, K, V, gen)
-    g_shape = {"none": None, "scalar": (B, H, T), "channel": (B, H, T, K)}[gate]
-    g = None if g_shape is None else RANDOM_GATE.draw(g_shape, gen, dtype=torch.float64)
-    beta = x["beta"] if rule == "delta" else None
-    S0 = x["initial_state"] if state else None
-    inputs = {"q": x["q"], "k": x["k"], "v": x["v"], "g": g, "beta": beta, "initial_state": S0}
-    return {name: None if t is None else t.to(dtype) for name, t in inputs.items()}
+    return draw_inputs(contract, {"B": B, "H": H, "T": T, "K": K, "V": V}, gen, gate=_random_gate)
+
+
+def _random_gate(shape, gen):
+    return RANDOM_GATE.draw(shape, gen, dtype=torch.float64)
+
+
+def _cast(x: dict, dtype, state: bool) -> dict:
+    """Cast the fp64 draw to ``dtype`` (the same numbers in every dtype); drop the initial state unless ``state``."""
+    x["initial_state"] = x["initial_state"] if state else None
+    names = ("q", "k", "v", "g", "beta", "initial_state")
+    return {name: None if x[name] is None else x[name].to(dtype) for name in names}
 
 
 STAGES = tuple(m.key for m in linear_mechanisms())
-# The positional arguments after q, k, v that each op takes: g if it has a gate, beta if it writes with the delta rule.
-EXTRA_ARGS = {
-    m.key: (("g",) if m.gate != "none" else ()) + (("beta",) if m.rule == "delta" else ()) for m in linear_mechanisms()
-}
+# The positional arguments after q, k, v that each op takes, from its entry's op contract (Mechanism.op_contract).
+EXTRA_ARGS = {m.key: tuple(x.name for x in m.op_contract[3:]) for m in linear_mechanisms()}
 
 
 def stage_inputs(stage, B=2, H=3, T=37, K=8, V=6, *, dtype=torch.float64, state=True, seed=0):
-    """make_inputs for a stage's cell. Normalised linear attention carries its normaliser z as an extra value
-    column of the state, so its initial state is [B, H, K, V + 1] with z > 0 (the normaliser stays positive)."""
-    rule, gate = STAGE_CELL[stage]
-    x = make_inputs(B, H, T, K, V, rule=rule, gate=gate, dtype=dtype, state=state, seed=seed)
-    if stage == "linear_attention" and state:
+    """make_inputs for a mechanism: the tensors of its op contract. Normalised linear attention carries its
+    normaliser z as an extra value column of the state, so its initial state is [B, H, K, V + 1] with z > 0 (the
+    normaliser stays positive)."""
+    m = mechanism(stage)
+    x = _cast(_draw(m.op_contract, B, H, T, K, V, seed), dtype, state)
+    if m.keeps_normaliser and state:
         S0 = x["initial_state"]
         x["initial_state"] = torch.cat([S0, S0[..., :1].abs()], dim=-1)
     return x
@@ -79,7 +88,8 @@ def stage_inputs(stage, B=2, H=3, T=37, K=8, V=6, *, dtype=torch.float64, state=
 def call_stage(stage, x, **kw):
     """Call the stage's public op on a stage_inputs dict, returning (o, S_final)."""
     kw = {"initial_state": x["initial_state"], "output_final_state": True} | kw
-    return mechanism(stage).op(x["q"], x["k"], x["v"], *(x[name] for name in EXTRA_ARGS[stage]), **kw)
+    m = mechanism(stage)
+    return m.op(*m.op_args(x), **kw)
 
 
 # ---- figures --------------------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from lineage.lab.common import (
     run_mechanisms,
     state_numbers,
 )
+from lineage.mechanisms import write_rules
 
 CAPACITY_GATES = Gates()
 
@@ -171,7 +172,7 @@ def capacity_summary(r: CapacityResult) -> str:
             f"Softmax attention's error {verdict} (at most {worst:.2g} for every N up to {n_max}), because its "
             f"cache grows to {n_max} entries ({r.memory['softmax']:,} numbers)."
         )
-    fixed = [m for m in r.mechanisms if participants()[m].write in ("additive", "delta")]
+    fixed = [m for m in r.mechanisms if participants()[m].write in write_rules()]  # a fixed state, whatever its rule
     if fixed:
         caps = [f"{label(m)} {r.capacity[m]}" for m in fixed]
         parts.append(

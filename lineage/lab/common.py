@@ -283,14 +283,16 @@ def run_mechanisms(
             log_reset = float(np.log(gates.alpha_reset))  # −inf for a wipe: the ops accept it
         log_alpha[reset] = log_reset
         log_channel[reset] = log_reset
-    g = {"none": None, "scalar": log_alpha.expand(B, R, T), "channel": log_channel.expand(B, R, T, K)}
+    # the gate in the shape the mechanism's op contract gives it: one per head ([B, R, T]) or per key channel
+    gate_by_dims = {("B", "H", "T"): log_alpha.expand(B, R, T), ("B", "H", "T", "K"): log_channel.expand(B, R, T, K)}
 
     def read(key: str) -> np.ndarray:
         if key == ELU1:  # the published form: ELU+1 feature map, normalised, the op's own scale
             o, _ = run_mechanism(mechanism("linear_attention"), q, k, v, mode=MODE)
         else:  # the bare memory of the shared recurrence, S holding Σ k vᵀ exactly (scale 1)
             m = mechanism(key)
-            o, _ = run_mechanism(m, q, k, v, g[m.gate], beta, bare=True, scale=1.0, mode=MODE)
+            g = gate_by_dims[m.input_dims("g")] if m.takes("g") else None
+            o, _ = run_mechanism(m, q, k, v, g, beta, bare=True, scale=1.0, mode=MODE)
         return o.numpy()
 
     needed = [m for m in participants() if m in mechanisms or (m == "kda" and HYBRID in mechanisms)]

@@ -43,7 +43,7 @@ from lineage.checks import positive_int
 from lineage.device import device_info, get_device
 from lineage.inputs import GateDraw, random_inputs
 from lineage.measure.timing import Timed, interleaved_medians, interleaved_times
-from lineage.mechanisms import Mechanism, linear_mechanisms
+from lineage.mechanisms import Mechanism, linear_mechanisms, write_rule
 from lineage.ops.recurrence import default_chunk_size
 
 ProgressFn = Callable[[str], None]
@@ -138,26 +138,19 @@ def chunk_flop_model(rule: str, T: int, K: int, V: int, C: int) -> dict[str, int
     Linear attention's normaliser (one extra value column) is not counted.
 
     Args:
-        rule: "additive" or "delta". T: sequence length; K, V: key and value width; C: chunk size.
+        rule: a write rule's key ("additive", "delta"; the terms it adds are its ``WriteRule.write_flops``).
+        T: sequence length; K, V: key and value width; C: chunk size.
 
     Returns:
         {term: FLOPs for the whole sequence, one head}, in the order above.
     """
-    if rule not in ("additive", "delta"):
-        raise ValueError(f"rule must be 'additive' or 'delta', got {rule!r}")
+    writes = write_rule(rule)  # the rule's own terms: lineage.mechanisms.WriteRule.write_flops
     for name, x in (("T", T), ("K", K), ("V", V), ("C", C)):
         positive_int(name, x)
     C = min(C, T)
     N = -(-T // C)
     per_chunk = {"A_qk": 2 * C * C * K}
-    if rule == "delta":
-        per_chunk |= {
-            "A_kk": 2 * C * C * K,
-            "solve": C * (C * C - 1) // 3,
-            "U = T V": 2 * C * C * V,
-            "W = T (K ⊙ e^G)": 2 * C * C * K,
-            "W S": 2 * C * K * V,
-        }
+    per_chunk |= writes.write_flops(C, K, V)
     per_chunk |= {
         "state update": 2 * C * K * V,
         "output inter-chunk": 2 * C * K * V,
@@ -343,7 +336,7 @@ def sweep_plan(cfg: BenchConfig) -> list[tuple[Mechanism, GateDraw | None]]:
     time of the call, so a mechanism added to the registry is benchmarked with no change here.
     """
     draws = gate_draws(cfg)
-    return [(m, d) for m in linear_mechanisms() for d in ([None] if m.gate == "none" else draws)]
+    return [(m, d) for m in linear_mechanisms() for d in (draws if m.takes("g") else [None])]
 
 
 def _duration(seconds: float) -> str:
@@ -433,7 +426,7 @@ def _time_cells(cfg, device, plan, draws, x, cells: list, report: ProgressFn, st
     for i, (m, draw) in enumerate(plan):
         g = None
         if draw is not None:  # seeded by the draw, so every mechanism of one gate kind sees the same gates
-            shape = (cfg.B, cfg.H, cfg.T) + ((cfg.K,) if m.gate == "channel" else ())
+            shape = m.input_shape("g", {"B": cfg.B, "H": cfg.H, "T": cfg.T, "K": cfg.K, "V": cfg.V})
             gen = torch.Generator().manual_seed(cfg.seed + 1 + draws.index(draw))
             g = draw.draw(shape, gen).to(device, DTYPES[cfg.dtype])
         forms = {

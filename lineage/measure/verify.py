@@ -1,12 +1,12 @@
 """``python -m lineage verify``: every mechanism, every mode, against its reference, in fp64.
 
-The mechanisms are those of the table (:mod:`lineage.mechanisms`): each linear one runs through its op in its bare
-form (the op's ``bare`` arguments: no feature map, no normaliser) and is compared with the reference recurrence for
-its write rule and gate; the softmax op with its standard form. Each case draws random inputs (seeded,
-:func:`lineage.inputs.random_inputs` and ``lineage.inputs.RANDOM_GATE``), runs the op in every mode and reports
-the relative RMS error (:func:`lineage.numerics.rel_rms`) of outputs and final states. Two checks add what is
-particular to one mechanism: normalised ELU+1 linear attention against its explicit quadratic form, and Mamba-2 in
-its own SSD symbols. Cases include odd lengths, non-zero initial states, strong decay (g = −8 per step), channels
+The mechanisms are those of the table (:mod:`lineage.mechanisms`): each linear one runs through its op in its bare form
+(the op's ``bare`` arguments: no feature map, no normaliser) and is compared with the reference recurrence for its write
+rule and gate; the softmax op with its standard form. Each case draws random inputs (seeded,
+:func:`lineage.inputs.draw_inputs`: the tensors the mechanism's op contract names, in its shapes), runs the op in every
+mode and reports the relative RMS error (:func:`lineage.numerics.rel_rms`) of outputs and final states. Two checks add
+what is particular to one mechanism: normalised ELU+1 linear attention against its explicit quadratic form, and Mamba-2
+in its own SSD symbols. Cases include odd lengths, non-zero initial states, strong decay (g = −8 per step), channels
 mixing weak and very strong decay, and a full wipe (g = −inf). The chunked mode runs at C = 16 and C = 7: neither
 divides T = 45 (the tail is padded), and 7 is no power of two (the anchored decayed products of
 ``recurrence.decayed_products`` pad the chunk); one path serves every case. The one-screen chunked form
@@ -20,9 +20,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from lineage.inputs import RANDOM_GATE, random_inputs
-from lineage.mechanisms import linear_mechanisms, mechanism
+from lineage.inputs import RANDOM_GATE, draw_inputs, random_inputs
+from lineage.mechanisms import Mechanism, linear_mechanisms, mechanism
 from lineage.numerics import rel_rms
+from lineage.ops.kda import kda
 from lineage.ops.linear_attention import NORMALIZER_EPS, linear_attention
 from lineage.ops.mamba2 import mamba2_ssd
 from lineage.ops.recurrence import chunk_memory_minimal, recurrent_memory
@@ -43,10 +44,18 @@ class Check:
         return self.error <= TOLERANCE
 
 
+SIZES = {"B": 2, "H": 2, "T": 45, "K": 8, "V": 6}  # verify's sizes: T = 45 is a multiple of neither chunk size
+
+
 def _inputs(gen: torch.Generator):
-    """q, k, v, β and an initial state at verify's sizes (B=2, H=2, T=45, K=8, V=6): :func:`random_inputs`."""
-    x = random_inputs(2, 2, 45, 8, 6, gen)
+    """q, k, v, β and an initial state at verify's sizes: :func:`random_inputs`."""
+    x = random_inputs(*SIZES.values(), gen)
     return x["q"], x["k"], x["v"], x["beta"], x["initial_state"]
+
+
+def _case_inputs(m: Mechanism, gen: torch.Generator, case: str) -> dict:
+    """One case's inputs of ``m``'s op (:func:`lineage.inputs.draw_inputs`), its log-gate drawn for the case."""
+    return draw_inputs(m.op_contract, SIZES, gen, gate=lambda shape, gen: _gates(gen, case, shape))
 
 
 def _gates(gen: torch.Generator, case: str, shape: tuple[int, ...]) -> torch.Tensor:
@@ -72,11 +81,9 @@ def _linear_family(gen: torch.Generator) -> list[Check]:
     """Each linear mechanism of the table, in each mode, against recurrent_memory with its rule and gate."""
     out = []
     for m in linear_mechanisms():
-        for case in CASES if m.gate != "none" else ("random",):
-            q, k, v, beta, S0 = _inputs(gen)
-            B, H, T, K = q.shape
-            g = None if m.gate == "none" else _gates(gen, case, (B, H, T) if m.gate == "scalar" else (B, H, T, K))
-            b = beta if m.rule == "delta" else None
+        for case in CASES if m.takes("g") else ("random",):
+            x = _case_inputs(m, gen, case)
+            q, k, v, g, b, S0 = (x[name] for name in ("q", "k", "v", "g", "beta", "initial_state"))
             ref_o, ref_S = recurrent_memory(q, k, v, g, b, rule=m.rule, initial_state=S0, output_final_state=True)
             for mode in MODES:
                 for C in (16, 7) if mode == "chunk" else (64,):
@@ -93,11 +100,9 @@ def _chunk_minimal(gen: torch.Generator) -> list[Check]:
     Not for wipes: its direct e^{G_i − G_j} is undefined after an α = 0 inside the chunk (its docstring says why)."""
     out = []
     for m in linear_mechanisms():
-        for case in [c for c in CASES if c != "wipe"] if m.gate != "none" else ("random",):
-            q, k, v, beta, S0 = _inputs(gen)
-            B, H, T, K = q.shape
-            g = None if m.gate == "none" else _gates(gen, case, (B, H, T) if m.gate == "scalar" else (B, H, T, K))
-            b = beta if m.rule == "delta" else None
+        for case in [c for c in CASES if c != "wipe"] if m.takes("g") else ("random",):
+            x = _case_inputs(m, gen, case)
+            q, k, v, g, b, S0 = (x[name] for name in ("q", "k", "v", "g", "beta", "initial_state"))
             ref_o, ref_S = recurrent_memory(q, k, v, g, b, rule=m.rule, initial_state=S0, output_final_state=True)
             for C in (16, 7):
                 o, S = chunk_memory_minimal(q, k, v, g, b, rule=m.rule, initial_state=S0, chunk_size=C)
@@ -155,9 +160,28 @@ def _softmax(gen: torch.Generator) -> list[Check]:
     return out
 
 
+def _gate_bound(gen: torch.Generator) -> list[Check]:
+    """KDA with Kimi K3's gate bound (``gate_lower_bound=-5``) in each mode, against the loop on fla's bounded gate
+    ``lower_bound · sigmoid(x)`` written out here, for g = lower_bound · softplus(x): strong gates, one step wiped."""
+    q, k, v, beta, S0 = _inputs(gen)
+    bound = -5.0
+    x = 3 * torch.randn(q.shape, generator=gen, dtype=torch.float64)
+    x[:, :, q.shape[2] // 2] = float("inf")  # a wipe asked for (g = -inf): the bound keeps e^-5 of the state
+    g_ref = bound * torch.sigmoid(x)
+    ref_o, ref_S = recurrent_memory(q, k, v, g_ref, beta, rule="delta", initial_state=S0, output_final_state=True)
+    bounded = dict(initial_state=S0, output_final_state=True, gate_lower_bound=bound)
+    out = []
+    for mode, C in (("recurrent", 64), ("chunk", 16), ("chunk", 7), ("parallel", 64)):
+        o, S = kda(q, k, v, bound * F.softplus(x), beta, mode=mode, chunk_size=C, **bounded)
+        label = f"{mode} C={C}" if mode == "chunk" else mode
+        out.append(Check("kda", "bound -5", label, max(rel_rms(o, ref_o), rel_rms(S, ref_S))))
+    return out
+
+
 def run_verify(seed: int = 0) -> list[Check]:
     gen = torch.Generator().manual_seed(seed)
-    return _linear_family(gen) + _chunk_minimal(gen) + _linear_attention(gen) + _mamba2_ssd(gen) + _softmax(gen)
+    checks = _linear_family(gen) + _chunk_minimal(gen) + _linear_attention(gen) + _mamba2_ssd(gen) + _softmax(gen)
+    return checks + _gate_bound(gen)
 
 
 def format_checks(checks: list[Check]) -> str:

@@ -29,12 +29,32 @@ from lineage.plots.vocabulary import name_coinciding
 
 # Each mechanism's colour from the table of mechanisms; the lab's hybrid takes MLA's (the layer it adds to KDA), and
 # the ELU+1 variant of linear attention an olive of its own.
-MECHANISM_COLORS = {**mechanisms.colours(), HYBRID: mechanisms.mechanism("mla").colour, ELU1: "#999933"}
-WRITE_DASH = {"cache": "dash", "additive": "dot", "delta": "solid", "cache + delta": "dashdot"}
+LAB_COLOURS = {HYBRID: mechanisms.mechanism("mla").colour, ELU1: "#999933"}  # the participants that are no mechanism
+
+
+def participant_colour(m: str) -> str:
+    """A participant's colour: its mechanism's from the table (read at the call, so a registered entry has its own),
+    or the lab's own for the hybrid and the ELU+1 variant."""
+    return LAB_COLOURS[m] if m in LAB_COLOURS else mechanisms.mechanism(m).colour
+CACHE_DASH = {"cache": "dash", "cache + delta": "dashdot"}  # softmax's cache, and the hybrid's cache beside KDA
 ERROR_AXIS = "recall error ‖read − value‖"
 LINE_WIDTH_MIN = 2.0
 LINE_WIDTH_STEP = 0.8
 LEGEND_BELOW = dict(orientation="h", x=0.0, y=-0.22, yanchor="top")
+
+
+def write_dash(write: str) -> str:
+    """The dash of a participant's line by how it writes: a cache's (:data:`CACHE_DASH`) or its write rule's own
+    (``lineage.mechanisms.WriteRule.lab_dash``); a ValueError naming what it can draw for anything else."""
+    if write in CACHE_DASH:
+        return CACHE_DASH[write]
+    rules = mechanisms.write_rules()
+    if write not in rules:
+        raise ValueError(
+            f"the lab draws a participant that writes to a cache ({', '.join(CACHE_DASH)}) or by a write rule "
+            f"({', '.join(rules)}); {write!r} is neither: add its rule to lineage.mechanisms"
+        )
+    return rules[write].lab_dash
 
 
 def _width(m: str) -> float:
@@ -52,7 +72,7 @@ def _line(m: str, x, y, *, showlegend: bool = True, hover: str = "", panel: int 
         name=label(m),
         legendgroup=m,
         showlegend=showlegend,
-        line=dict(color=MECHANISM_COLORS[m], dash=WRITE_DASH[participants()[m].write], width=_width(m)),
+        line=dict(color=participant_colour(m), dash=write_dash(participants()[m].write), width=_width(m)),
         marker=dict(size=4),
         hovertemplate=f"{label(m)}<br>{hover}%{{x}}: %{{y:.3f}}<extra></extra>",
         **(axis_refs(panel) if panel is not None else {}),
@@ -183,9 +203,9 @@ def retention_figure(r: RetentionResult) -> go.Figure:
     """Left: what a gate leaves of a write after a lag (KDA's slow and fast channels, Gated DeltaNet's one gate).
     Right: error on the long-lived facts as short-lived ones stream in."""
     styles = {
-        "KDA slow channels": dict(color=MECHANISM_COLORS["kda"], dash="solid"),
-        "KDA fast channels": dict(color=MECHANISM_COLORS["kda"], dash="dot"),
-        "Gated DeltaNet": dict(color=MECHANISM_COLORS["gated_deltanet"], dash="solid"),
+        "KDA slow channels": dict(color=participant_colour("kda"), dash="solid"),
+        "KDA fast channels": dict(color=participant_colour("kda"), dash="dot"),
+        "Gated DeltaNet": dict(color=participant_colour("gated_deltanet"), dash="solid"),
     }
     data = [
         dict(

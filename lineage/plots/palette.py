@@ -59,9 +59,10 @@ SERIES_STYLES = (
 MIN_OTHER_DELTA_E = 15.0  # CIEDE2000 (normal sight) between a non-mechanism colour and every mechanism colour
 STATE_SCALE = "RdBu_r"  # the state S_t's colour scale on every page (lineage.plots.core.DIVERGING), centred at 0
 # The second cue of a line: its dash says the gate (a gated stage at α = 1 coincides with its ungated parent, which
-# has the other dash), its marker the write rule (None: the softmax family, which keeps a cache).
+# has the other dash), its marker the write rule (each rule's own, lineage.mechanisms.WriteRule.marker; the softmax
+# family, which keeps a cache, CACHE_MARKER).
 GATE_DASH = {"none": "solid", "scalar": "dash", "channel": "dot"}
-RULE_MARKER = {None: "square", "additive": "circle", "delta": "diamond"}
+CACHE_MARKER = "square"
 HYBRID_LINE = dict(dash="dashdot", marker="star")  # a stage of more than one mechanism: the hybrid's KDA and MLA
 
 # Machado et al. (2009), Table 1 at severity 1.0: linear RGB of the normal view -> linear RGB of the simulated view.
@@ -202,7 +203,7 @@ def mechanism_line(mechanism: str, *, width: float = 3.0) -> tuple[dict, dict]:
     its rule's marker — the same on every chart."""
     m = mechanisms.mechanism(mechanism)
     line = dict(color=m.colour, dash=GATE_DASH[m.gate], width=width)
-    return line, dict(color=m.colour, symbol=RULE_MARKER[m.rule], size=8)
+    return line, dict(color=m.colour, symbol=CACHE_MARKER if m.write is None else m.write.marker, size=8)
 
 
 def stage_line(stage_key: str, *, width: float = 3.0) -> tuple[dict, dict]:

@@ -55,7 +55,7 @@ def _story_inputs(s: Stage, story: Story, knobs: Knobs) -> tuple:
     """The story as the inputs of stage ``s`` (a linear-memory row of the stage table), with the knobs' gates and β."""
     if not s.in_grid:
         raise ValueError(f"stage {s.key!r} is not a linear-memory stage")
-    beta = knobs.beta if s.rule == "delta" else None
+    beta = knobs.beta if mechanism(s.key).takes("beta") else None  # the op contract: β only where the op takes it
     return story_tensors(story, s.gate, alpha_keep=knobs.alpha_keep, alpha_switch=knobs.alpha_switch, beta=beta)
 
 

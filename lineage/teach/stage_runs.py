@@ -267,13 +267,13 @@ def mixing_matrix(run: StageRun) -> np.ndarray:
     one-hot values, v = I, returns A itself, row by row. For the delta rule A is the masked attention after the WY
     correction. Computed in fp64 on the CPU: this is a picture, not a timing.
     """
-    s = stage(run.stage)
+    m = mechanism(run.stage)
     T = run.k.shape[0]
     q, k = (torch.as_tensor(x, dtype=torch.float64)[None, None] for x in (run.q, run.k))
-    g = torch.as_tensor(run.g, dtype=torch.float64)[None, None] if s.gate != "none" else None
-    beta = torch.as_tensor(run.beta, dtype=torch.float64)[None, None] if s.rule == "delta" else None
+    g = torch.as_tensor(run.g, dtype=torch.float64)[None, None] if m.takes("g") else None
+    beta = torch.as_tensor(run.beta, dtype=torch.float64)[None, None] if m.takes("beta") else None
     eye = torch.eye(T, dtype=torch.float64)[None, None]
-    A, _ = parallel_memory(q, k, eye, g, beta, rule=s.rule, scale=run.scale)
+    A, _ = parallel_memory(q, k, eye, g, beta, rule=m.rule, scale=run.scale)
     return A[0, 0].numpy()
 
 

@@ -31,7 +31,11 @@ def test_home_page():
     registered = {entry.stage: entry for entry in PAGES if entry.stage}
     links = {link.proto.page for link in at.get("page_link")}
     assert links == {registered[s.key].url_path for s in stages.all_stages() if s.key in registered}
-    assert len(stages.grid()) == 6
+    cells = stages.grid()
+    assert len(cells) == len(stages.grid_rules()) * len(stages.GRID_GATES)
+    assert stages.grid_title(cells) in [h.value for h in at.subheader]  # the heading counts the grid it shows
+    in_grid = [s.key for in_cell in cells.values() for s in in_cell]
+    assert sorted(in_grid) == sorted(s.key for s in stages.all_stages() if s.in_grid), "every grid stage drawn once"
 
     chart = figure(at, "Bytes one layer holds")
     for s in stages.all_stages():  # every stage on exactly one line (stages holding the same bytes share one)
