@@ -208,6 +208,28 @@ def test_a_write_gate_shut_on_a_value_channel_keeps_that_column_erased_only():
     assert (S[..., 1:] - decayed[..., 1:]).abs().max() > 1e-2
 
 
+def test_one_step_reads_back_the_unerased_old_value_plus_the_written_new_one():
+    """The docstring's read-back, with a unit key: S_tᵀ k_t = S'ᵀ ((1 − b_t) ⊙ k_t) + w_t ⊙ v_t; b = 1, w = 0 erases
+    the association outright (the read is 0), which KDA reaches at no β unless v_t is 0."""
+    x = inputs(T=1)
+    k_t = x["k"][:, :, 0]
+    S_dec = torch.exp(x["g"][:, :, 0])[..., None] * x["initial_state"]  # S' = Diag(α) S_0
+    _, S = call(x, output_final_state=True, mode="recurrent")
+    expected = (
+        torch.einsum("bhkv,bhk->bhv", S_dec, (1 - x["erase"][:, :, 0]) * k_t) + x["write"][:, :, 0] * x["v"][:, :, 0]
+    )
+    assert_close(torch.einsum("bhkv,bhk->bhv", S, k_t), expected)
+    erase_only = dict(x, erase=torch.ones_like(x["erase"]), write=torch.zeros_like(x["write"]))
+    _, S = call(erase_only, output_final_state=True, mode="recurrent")
+    assert torch.einsum("bhkv,bhk->bhv", S, k_t).abs().max() < 1e-12
+    for beta in (0.25, 0.5, 1.0):  # KDA at any β leaves (1 − β) of the old read and adds β v_t
+        _, S_kda = kda(
+            x["q"], x["k"], x["v"], x["g"], torch.full((2, 2, 1), beta, dtype=torch.float64),
+            initial_state=x["initial_state"], output_final_state=True, mode="recurrent",
+        )  # fmt: skip
+        assert torch.einsum("bhkv,bhk->bhv", S_kda, k_t).abs().max() > 1e-2
+
+
 # ---- 3. state, gradients, causality -------------------------------------------------------------------------------
 
 

@@ -17,9 +17,13 @@ the paper's layer). With KDA's per-channel decay α_t = exp(g_t) kept as it was:
 written out in flash-linear-attention's ``fla/ops/gdn2/naive.py`` and Megatron-Core's ``gated_delta_net.gdn2``).
 Where b_t = w_t = β_t·1 it is KDA, term by term; where the decay is also one scalar per head it is Gated DeltaNet.
 
-Gain: the read that is erased and the value that is written are chosen apart. A token can erase along some key
-channels without writing all of its value channels, or write a few value channels while keeping the rest of what
-the memory holds at k_t; KDA must do both at the one strength β.
+Gain: what is erased and what is written are set apart. After a step with a unit key, the memory reads back at k_t
+
+    S_tᵀ k_t = S'ᵀ ((1 − b_t) ⊙ k_t) + w_t ⊙ v_t          (KDA: (1 − β_t) S'ᵀ k_t + β_t v_t, always a blend)
+
+so a token can erase an association without writing a new one (b = 1, w = 0: the read at k_t becomes 0), replace
+the old value outright however weakly it writes the new one (b = 1, w < 1), add without erasing (b = 0, w = 1: GLA's
+additive write), or commit only some value channels (w per channel). KDA moves erase and write together.
 Cost: two gate vectors per token instead of one number (K + V per head: their projections in the layer, and their
 gradients in training), and an erase that is no longer symmetric. KDA's I − β k kᵀ with a unit key is a symmetric
 contraction; I − k (b ⊙ k)ᵀ keeps its eigenvalues in [0, 1] but, with an uneven b, can stretch a state along some
