@@ -10,17 +10,21 @@ a small frozen dataclass, so the renderer (:mod:`lineage.site.build`) writes the
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from lineage import plots, stages
 from lineage.measure import footprints
 from lineage.plots.palette import MEMORY_COLOURS
+from lineage.plots.present import PROJECTION, projecting
 from lineage.plots.story import HELD_SPREAD, attention_story, decode_ratio_curves, story_memory
-from lineage.plots.vocabulary import spread_coinciding
+from lineage.plots.vocabulary import figure_problems, spread_coinciding
 from lineage.teach import claims, ledger
 from lineage.teach.equations import equation
 from lineage.teach.story import FILLER, FILLER_VALUE, story_for
@@ -104,11 +108,36 @@ class Screen:
 # ---- helpers shared by the stage pages ----------------------------------------------------------------------------
 
 
+def _decoded(obj):
+    """Plotly's typed arrays ({"dtype", "bdata", "shape"}) as numpy arrays, anywhere in a figure's JSON."""
+    if isinstance(obj, dict):
+        if "bdata" in obj and "dtype" in obj:
+            arr = np.frombuffer(base64.b64decode(obj["bdata"]), dtype=np.dtype(obj["dtype"]))
+            shape = obj.get("shape")
+            if shape:
+                arr = arr.reshape([int(n) for n in str(shape).split(",")] if isinstance(shape, str) else list(shape))
+            return arr
+        return {k: _decoded(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_decoded(v) for v in obj]
+    return obj
+
+
+def plain(fig: go.Figure) -> dict:
+    """The figure as the browser receives it (its JSON), arrays decoded: what the vocabulary checks read."""
+    return _decoded(json.loads(pio.to_json(fig, validate=False, engine="json")))
+
+
 def _figure(key: str, build: Callable[[], go.Figure], alt: str) -> Figure:
-    """The figure drawn for a screen and, from the same call, at projector sizes (the app's presenter mode)."""
-    with plots.present.projecting(plots.present.PROJECTION):
+    """The figure drawn for a screen and, from the same call, at projector sizes (the app's presenter mode). A figure
+    that breaks the house vocabulary (:func:`lineage.plots.vocabulary.figure_problems`) stops the build."""
+    with projecting(PROJECTION):
         projected = build()
-    return Figure(key, build(), alt, projected)
+    fig = build()
+    for drawn in (fig, projected):
+        if problems := figure_problems(plain(drawn)):
+            raise ValueError(f"figure {key!r} breaks the visual vocabulary: {'; '.join(problems)}")
+    return Figure(key, fig, alt, projected)
 
 
 def claim_block(claim: claims.StageClaim) -> Claim:
@@ -469,8 +498,6 @@ def memory_cost_screen() -> Screen:
         rows.append(
             {
                 "model": spec.name,
-                "KV cache": plots.format_bytes(fp.kv_cache_bytes),
-                "state": plots.format_bytes(fp.state_bytes),
                 "held": plots.format_bytes(fp.total_bytes),
                 "released context (tokens)": "" if spec.context_len is None else f"{spec.context_len:,}",
             }
