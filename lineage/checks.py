@@ -100,6 +100,21 @@ def log_gate(g, B: int, H: int, T: int, K: int, *, per_channel: bool | None) -> 
     return g
 
 
+def gate_lower_bound(b) -> float | None:
+    """Check a lower bound on a log-space gate: None (no bound) or a finite number < 0 (Kimi K3's is −5)."""
+    if b is None:
+        return None
+    if isinstance(b, bool) or not isinstance(b, (int, float)):
+        raise TypeError(f"gate_lower_bound must be a negative number or None, got {b!r} ({type(b).__name__})")
+    b = float(b)
+    if not (b < 0 and b > float("-inf")):
+        raise ValueError(
+            f"gate_lower_bound must be a finite number < 0 (the most a channel may forget per token in log space, "
+            f"e.g. -5.0), got {b}"
+        )
+    return b
+
+
 def beta(b, B: int, H: int, T: int) -> torch.Tensor:
     """Check a write strength beta of shape [B, H, T] with values in [0, 1]."""
     tensor("beta", b, rank=3, nan=False)

@@ -23,6 +23,44 @@ LAYER_KINDS = SOFTMAX_KINDS + LINEAR_KINDS
 
 KIMI_LINEAR_MLA_LAYERS = (4, 8, 12, 16, 20, 24, 27)  # 1-based, config.json "full_attn_layers"
 
+# Kimi K3's text model, as its config.json (moonshotai/Kimi-K3, text_config) is quoted in public threads: secondary
+# sources, named per value in KIMI_K3_SOURCES. Everything the app says about K3's size is computed from this dict.
+KIMI_K3_CONFIG = {
+    "num_hidden_layers": 93,
+    "full_attn_layers": (*range(4, 93, 4), 93),  # quoted as [4, 8, 12, …, 92, 93]: 24 MLA layers, the last two adjacent
+    "hidden_size": 7168,
+    "num_attention_heads": 96,  # the MLA layers' heads
+    "kda_num_heads": 96,
+    "kda_head_dim": 128,  # K = V = 128
+    "short_conv_kernel_size": 4,
+    "kv_lora_rank": 512,
+    "qk_rope_head_dim": 64,
+    "max_position_embeddings": 1_048_576,
+    "gate_lower_bound": -5.0,
+    "total_params": 2_780_000_000_000,
+    "activated_params": 104_200_000_000,
+}
+KIMI_K3_SOURCES = {
+    "layers": "inference-sim/inference-sim issue #1635 quoting config.json text_config.linear_attn_config "
+    "(93 layers; full_attn_layers [4, 8, 12, …, 92, 93], 24 entries; 69 kda_layers; short_conv_kernel_size 4, "
+    "use_full_rank_gate true, gate_lower_bound −5.0; MLA caches kv_lora_rank + qk_rope_head_dim = 512 + 64); "
+    "ggml-org/llama.cpp PR #26185 (print_info of the converted model: n_layer 93, n_embd 7168, n_head 96, "
+    "n_ctx_train 1048576, a KV head only at layers 4, 8, …, 92, 93)",
+    "kda": "KDA 96 heads × 128: NVIDIA-NeMo/Megatron-Bridge PR #5130 (A_log: 96 active heads) and vllm-project/vllm "
+    "PR #50855 (one recurrent state is 0.75 MiB per layer on 8 GPUs: 96 × 128 × 128 fp32 numbers ÷ 8)",
+    "unconfirmed": "q_lora_rank 1536 was not found as a number in the threads read (lablup/mlxcel issue #1334 only "
+    "says the MLA layers use a q-LoRA); it sizes a weight, not the cache, so nothing here uses it",
+    "gate": "gate_lower_bound −5.0 with g = lower_bound · sigmoid(·): inference-sim issue #1635 (config), "
+    "pwilkin/llama.cpp PR #22 ('The real K3 config sets gate_lower_bound = -5.0'), fla-org/flash-linear-attention "
+    "fla/ops/kda/gate.py (naive_kda_lowerbound_gate)",
+    "params": "2.78T total / 104.2B activated: the K3 technical report's Table 1 (arXiv 2607.24653) as quoted in "
+    "public research notes, and NVIDIA-NeMo/Automodel PR #3792 ('the 2.78T hybrid MoE'); Moonshot's announcement "
+    "and the article round it to 2.8T",
+    "full_rank": "use_full_rank_gate true is quoted from the config (inference-sim issue #1635); lablup/mlxcel issue "
+    "#1334 and notes on the report read it as the KDA *output* gate turned full-rank, while the decay gate is the "
+    "bounded one: the sources disagree on which gate 'full-rank' names",
+}
+
 
 def layer_schedule(n_layers: int, base: str, at: Mapping[str, Iterable[int]] | None = None) -> tuple[str, ...]:
     """A per-layer kind schedule: ``base`` everywhere except the 1-based positions listed in ``at``.
@@ -47,8 +85,9 @@ def periodic_schedule(
 ) -> tuple[str, ...]:
     """Every ``every``-th layer (1-based: every, 2·every, ...) is ``kind``, the rest ``base``.
 
-    A 3:1 hybrid is ``every=4`` (the defaults: KDA with MLA every fourth layer). ``include_last`` also makes the
-    final layer ``kind``, as in Kimi Linear 48B, whose 27 layers put MLA at 4, 8, ..., 24 and at 27.
+    ``every=4`` (the defaults) is KDA with MLA every fourth layer, 3 KDA : 1 MLA. ``include_last`` also makes the
+    final layer ``kind``, as in Kimi Linear 48B, whose 27 layers put MLA at 4, 8, ..., 24 and at 27 (20 KDA : 7 MLA),
+    and Kimi K3, whose 93 put it at 4, 8, ..., 92 and 93 (69 KDA : 24 MLA): neither is strictly 3:1.
     """
     positive_int("n_layers", n_layers)
     positive_int("every", every)
@@ -60,3 +99,8 @@ def periodic_schedule(
 
 # Kimi Linear 48B-A3B's 27 layers, built once: MLA at KIMI_LINEAR_MLA_LAYERS, KDA elsewhere.
 KIMI_LINEAR_SCHEDULE = layer_schedule(27, "kda", {"mla": KIMI_LINEAR_MLA_LAYERS})
+
+# Kimi K3's 93 layers: MLA at KIMI_K3_CONFIG["full_attn_layers"], KDA elsewhere.
+KIMI_K3_SCHEDULE = layer_schedule(
+    KIMI_K3_CONFIG["num_hidden_layers"], "kda", {"mla": KIMI_K3_CONFIG["full_attn_layers"]}
+)

@@ -292,10 +292,70 @@ def test_weight_bytes_per_token_is_separate():
 
 def test_lineage_ratio():
     ratio = lineage_ratio()
-    assert ratio.ratio_to_computed == pytest.approx(2.8e12 / 124_439_808)
-    assert int(ratio.ratio_to_nominal) == 22_580
-    assert round(ratio.ratio_to_computed) == 22_501
-    assert PARAMETER_FACTS["kimi-k3"].how == "secondary source"
+    k3 = schedules.KIMI_K3_CONFIG["total_params"]
+    assert PARAMETER_FACTS["kimi-k3"].parameters == ratio.k3_config == k3
+    assert ratio.config_to_nominal == pytest.approx(k3 / 124e6)  # 22,419.4
+    assert ratio.config_to_exact == pytest.approx(k3 / 124_439_808)
+    assert int(ratio.article_to_nominal) == 22_580  # the article's: 2.8e12 / 124e6 = 22,580.6, truncated
+    assert round(ratio.article_to_exact) == 22_501
+    assert int(ratio.config_to_nominal) != 22_580  # the config's count does not give the title's number
+    assert (ratio.ratio_to_nominal, ratio.ratio_to_computed) == (ratio.article_to_nominal, ratio.article_to_exact)
+    assert ratio.arithmetic(k3, 124_000_000) == f"2.78T / 124M = {k3 / 124e6:,.1f}"
+    for key in ("kimi-k3", "kimi-k3-article"):
+        assert "secondary source" in PARAMETER_FACTS[key].how and PARAMETER_FACTS[key].source
+
+
+# ---- Kimi K3, from its config ----------------------------------------------------------------------------
+
+
+K3 = schedules.KIMI_K3_CONFIG
+
+
+def test_kimi_k3_schedule_is_the_configs():
+    spec = MODELS["kimi-k3"]
+    assert spec.n_layers == K3["num_hidden_layers"] == len(spec.layer_kinds)
+    assert spec.layers_of("mla") == K3["full_attn_layers"]
+    assert len(spec.layers_of("kda")) == K3["num_hidden_layers"] - len(K3["full_attn_layers"])
+    assert spec.layer_kinds[-2:] == ("mla", "mla")  # MLA every fourth layer and again at the last
+    assert spec.layer_kinds == periodic_schedule(K3["num_hidden_layers"], 4, include_last=True)
+    assert spec.context_len == K3["max_position_embeddings"] and spec.d_model == K3["hidden_size"]
+
+
+def test_kimi_k3_cache_and_state_from_the_config():
+    N = K3["max_position_embeddings"]
+    fp = footprint("kimi-k3", N)
+    n_mla = len(K3["full_attn_layers"])
+    n_kda = K3["num_hidden_layers"] - n_mla
+    H, D = K3["kda_num_heads"], K3["kda_head_dim"]
+    assert fp.kv_cache_bytes_per_token == n_mla * (K3["kv_lora_rank"] + K3["qk_rope_head_dim"]) * BF16
+    assert fp.kv_cache_bytes == N * fp.kv_cache_bytes_per_token
+    assert fp.recurrent_state_bytes == n_kda * H * D * D * BF16
+    assert fp.conv_state_bytes == n_kda * (K3["short_conv_kernel_size"] - 1) * H * 3 * D * BF16
+    for layer in fp.per_layer:  # per layer: an MLA layer caches, a KDA layer holds its state
+        if layer.kind == "mla":
+            assert layer.kv_cache_bytes == N * (K3["kv_lora_rank"] + K3["qk_rope_head_dim"]) * BF16
+            assert layer.state_bytes == 0
+        else:
+            assert layer.kv_cache_bytes == 0 and layer.recurrent_state_bytes == H * D * D * BF16
+    # vllm PR #50855: one KDA layer's fp32 state is 0.75 MiB per request on each of 8 GPUs
+    assert footprint("kimi-k3", 1, state_dtype="fp32").per_layer[0].recurrent_state_bytes / 8 == 0.75 * 2**20
+
+
+def test_kimi_k3_against_all_mla_and_all_mha():
+    N = K3["max_position_embeddings"]
+    n_mla, n = len(K3["full_attn_layers"]), K3["num_hidden_layers"]
+    fp, mla, mha = (footprint(s, N) for s in ("kimi-k3", footprints.all_mla("kimi-k3"), footprints.all_mha("kimi-k3")))
+    assert Fraction(fp.kv_cache_bytes, mla.kv_cache_bytes) == Fraction(n_mla, n)
+    assert mha.kv_cache_bytes == N * n * 2 * K3["num_attention_heads"] * K3["kda_head_dim"] * BF16
+    assert mla.state_bytes == mha.state_bytes == 0
+    assert 1 - fp.total_bytes / mha.total_bytes > 1 - fp.total_bytes / mla.total_bytes > 0.7
+
+
+def test_kimi_k3_spec_reads_every_value_from_its_config():
+    changed = dict(K3, num_hidden_layers=9, full_attn_layers=(4, 8, 9), kda_num_heads=2, total_params=10**12)
+    spec = footprints.kimi_k3_spec(changed)
+    assert spec.layers_of("mla") == (4, 8, 9) and spec.linear_heads == 2 and spec.params_nominal == 10**12
+    assert footprint(spec, 1).recurrent_state_bytes == 6 * 2 * K3["kda_head_dim"] ** 2 * BF16
 
 
 def test_kimi_claim_cites_paper():

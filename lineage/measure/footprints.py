@@ -38,7 +38,9 @@ Choices, stated once:
 Sources: nanoGPT ``model.py`` (``from_pretrained``) for GPT-2; meta-llama/llama3 ``params.json`` and
 ``model.py`` for Llama-3-8B; deepseek-ai/DeepSeek-V3 ``inference/configs/config_671B.json`` for DeepSeek-V3;
 the Kimi Linear ``config.json`` as quoted in pytorch/torchtitan ``experiments/kimi_linear`` and mlx-lm
-``models/kimi_linear.py``; Kimi Linear, arXiv 2510.26692 (https://arxiv.org/abs/2510.26692).
+``models/kimi_linear.py``; Kimi Linear, arXiv 2510.26692 (https://arxiv.org/abs/2510.26692); Kimi K3's
+``config.json`` as quoted in public inference-simulator and llama.cpp threads (``lineage.schedules.KIMI_K3_CONFIG``,
+each value's source in ``KIMI_K3_SOURCES``).
 """
 
 from __future__ import annotations
@@ -52,10 +54,13 @@ import numpy as np
 from lineage import stages
 from lineage.checks import positive_int
 from lineage.mechanisms import linear_mechanisms
-from lineage.schedules import (  # the layer kinds the catalogue sizes, and Kimi Linear's schedule
+from lineage.schedules import (  # the layer kinds the catalogue sizes, Kimi Linear's schedule and Kimi K3's config
+    KIMI_K3_CONFIG,
+    KIMI_K3_SOURCES,
     KIMI_LINEAR_SCHEDULE,
     LAYER_KINDS,
     LINEAR_KINDS,
+    layer_schedule,
 )
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -323,10 +328,46 @@ MODELS: dict[str, ModelSpec] = {
         "models/kimi_linear.py (27 layers, hidden 2304, full_attn_layers 4,8,12,16,20,24,27, KDA 32 heads "
         "× 128, short conv 4, MLA kv_lora_rank 512, qk_rope_head_dim 64, max_position_embeddings 1048576); "
         "48B total / 3B activated per Kimi Linear, arXiv 2510.26692",
-        notes="20 KDA + 7 MLA layers (roughly the paper's 3:1). Its MLA uses no positional encoding (NoPE) but "
+        notes="20 KDA + 7 MLA layers (the paper's 3:1 is approximate: 20:7 is about 2.9:1). Its MLA uses no "
+        "positional encoding (NoPE) but "
         "keeps the 64-wide shared key in the cache layout, so each MLA layer still caches 512 + 64 numbers.",
     ),
 }
+
+
+def kimi_k3_spec(config: dict = KIMI_K3_CONFIG) -> ModelSpec:
+    """Kimi K3 sized from its config dict (``lineage.schedules.KIMI_K3_CONFIG``), every field read from it.
+
+    ``head_dim`` is the KDA head width: the quoted config gives no per-head width for the MLA layers (they cache the
+    latent, not heads), so it only sizes the all-MHA comparison (``all_mha``): 96 heads of 128.
+    """
+    c = config
+    return ModelSpec(
+        name="Kimi K3",
+        n_layers=c["num_hidden_layers"],
+        d_model=c["hidden_size"],
+        n_heads=c["num_attention_heads"],
+        n_kv_heads=c["num_attention_heads"],
+        head_dim=c["kda_head_dim"],
+        layer_kinds=layer_schedule(c["num_hidden_layers"], "kda", {"mla": c["full_attn_layers"]}),
+        kv_lora_rank=c["kv_lora_rank"],
+        rope_dim=c["qk_rope_head_dim"],
+        linear_heads=c["kda_num_heads"],
+        linear_key_dim=c["kda_head_dim"],
+        linear_value_dim=c["kda_head_dim"],
+        conv_kernel=c["short_conv_kernel_size"],
+        params_nominal=c["total_params"],
+        active_params_nominal=c["activated_params"],
+        context_len=c["max_position_embeddings"],
+        source=f"{KIMI_K3_SOURCES['layers']}; {KIMI_K3_SOURCES['kda']}; {KIMI_K3_SOURCES['params']} "
+        "(secondary sources: the config as others quote it)",
+        notes=f"{len(c['full_attn_layers'])} MLA + {c['num_hidden_layers'] - len(c['full_attn_layers'])} KDA layers: "
+        "MLA every fourth layer and again at the last, so the final two layers are both MLA and the ratio is not "
+        "strictly 3:1. NoPE MLA caching 512 + 64 numbers per token, as Kimi Linear's.",
+    )
+
+
+MODELS["kimi-k3"] = kimi_k3_spec()
 
 
 def check_custom_sizes(n_layers: int, n_heads: int, n_kv_heads: int, head_dim: int) -> None:
@@ -396,6 +437,12 @@ def all_mla(spec: ModelSpec | str) -> ModelSpec:
     if spec.kv_lora_rank is None or spec.rope_dim is None:
         raise ValueError(f"spec {spec.name!r} has no MLA widths (kv_lora_rank, rope_dim) to build an all-MLA stack")
     return replace(spec, name=f"{spec.name} (all MLA)", layer_kinds=("mla",) * spec.n_layers)
+
+
+def all_mha(spec: ModelSpec | str) -> ModelSpec:
+    """The same stack with every layer plain multi-head attention (``n_heads`` heads of ``head_dim`` cached)."""
+    spec = _resolve(spec)
+    return replace(spec, name=f"{spec.name} (all MHA)", n_kv_heads=spec.n_heads, layer_kinds=("mha",) * spec.n_layers)
 
 
 def _resolve(spec: ModelSpec | str) -> ModelSpec:
@@ -729,9 +776,15 @@ PARAMETER_FACTS: dict[str, ParameterFact] = {
     ),
     "kimi-k3": ParameterFact(
         "Kimi K3",
+        KIMI_K3_CONFIG["total_params"],
+        "stated with its config (secondary source)",
+        KIMI_K3_SOURCES["params"],
+    ),
+    "kimi-k3-article": ParameterFact(
+        "Kimi K3",
         2_800_000_000_000,
-        "secondary source",
-        "arXiv 2607.24653 as quoted by a dev.to article (not checked against the paper)",
+        "quoted by the article (secondary source)",
+        "the dev.to article (31 Jul 2026), citing K3's technical report, arXiv 2607.24653",
     ),
 }
 
@@ -740,25 +793,59 @@ GPT2_NOMINAL_PARAMS = 124_000_000  # the "124M" in GPT-2's name
 
 @dataclass(frozen=True)
 class LineageRatio:
-    """How many GPT-2s fit in Kimi K3, two ways."""
+    """How many GPT-2s fit in Kimi K3: K3's config count (2.78T) and the article's (2.8T), each over GPT-2's nominal
+    124M (the article's arithmetic) and over its exact count from its config."""
 
-    ratio_to_computed: float  # K3 / GPT-2's exact count from its config
-    ratio_to_nominal: float  # K3 / 124e6, the arithmetic behind the article's "22,580"
-    note: str
+    k3_config: int
+    k3_article: int
+    gpt2_exact: int
+    gpt2_nominal: int
+
+    @property
+    def config_to_nominal(self) -> float:  # 2.78T / 124M
+        return self.k3_config / self.gpt2_nominal
+
+    @property
+    def config_to_exact(self) -> float:  # 2.78T / 124,439,808
+        return self.k3_config / self.gpt2_exact
+
+    @property
+    def article_to_nominal(self) -> float:  # 2.8T / 124M: the article's 22,580
+        return self.k3_article / self.gpt2_nominal
+
+    @property
+    def article_to_exact(self) -> float:  # 2.8T / 124,439,808
+        return self.k3_article / self.gpt2_exact
+
+    # the article's pair, under the names the pages used before K3's config was public
+    ratio_to_nominal = article_to_nominal
+    ratio_to_computed = article_to_exact
+
+    def arithmetic(self, k3: int, gpt2: int) -> str:
+        """One division written out: '2.78T / 124M = 22,419.4'."""
+        gpt2_text = f"{gpt2 / 1e6:g}M" if gpt2 == self.gpt2_nominal else f"{gpt2:,}"
+        return f"{k3 / 1e12:g}T / {gpt2_text} = {k3 / gpt2:,.1f}"
+
+    @property
+    def note(self) -> str:
+        return (
+            f"{self.arithmetic(self.k3_config, self.gpt2_nominal)} with K3's config count; the article's 22,580 is "
+            f"{self.arithmetic(self.k3_article, self.gpt2_nominal)}, truncated. Over GPT-2's exact count: "
+            f"{self.config_to_exact:,.0f} and {self.article_to_exact:,.0f}. Both K3 counts are from secondary sources."
+        )
 
 
 def lineage_ratio() -> LineageRatio:
-    """Kimi K3's 2.8T parameters (secondary source) over GPT-2's.
+    """Kimi K3's parameters (its config's 2.78T and the article's 2.8T, both secondary) over GPT-2's.
 
-    Against the computed 124,439,808 the ratio is about 22,501; the article divides by the nominal 124M
-    and gets 22,580.6, which it shows truncated as 22,580.
+    2.8e12 / 124e6 = 22,580.6, the article's 22,580 truncated; 2.78e12 / 124e6 = 22,419.4. Over GPT-2's 124,439,808
+    counted from its config: 22,501 and 22,340.
     """
-    k3, gpt2 = PARAMETER_FACTS["kimi-k3"].parameters, PARAMETER_FACTS["gpt2"].parameters
     return LineageRatio(
-        ratio_to_computed=k3 / gpt2,
-        ratio_to_nominal=k3 / GPT2_NOMINAL_PARAMS,
-        note=f"2.8e12 / {gpt2:,} (GPT-2 counted from its config) = {k3 / gpt2:,.0f}; the article's 22,580 is "
-        f"2.8e12 / 124e6 = {k3 / GPT2_NOMINAL_PARAMS:,.1f}, truncated. K3's count is from a secondary source.",
+        k3_config=PARAMETER_FACTS["kimi-k3"].parameters,
+        k3_article=PARAMETER_FACTS["kimi-k3-article"].parameters,
+        gpt2_exact=PARAMETER_FACTS["gpt2"].parameters,
+        gpt2_nominal=GPT2_NOMINAL_PARAMS,
     )
 
 
