@@ -1,0 +1,75 @@
+"""The stage after the article (lineage.teach.after_article): Gated DeltaNet-2 on the story beside KDA, and its claim.
+
+The claim is evidence only if it can fail and if swapping the mechanism moves its number: KDA on the same story is
+the swap, a half-open erase gate the failure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lineage.teach import after_article as aa
+from lineage.teach.story_text import parse_story, story_link
+
+
+def test_a_full_erase_leaves_nothing_of_the_old_value_and_kda_at_the_same_write_keeps_half():
+    run = aa.run_on_story(32, 8, 8, erase=1.0, write=0.5)
+    claim = aa.erase_write_claim(run)
+    assert claim.holds and claim.testable
+    assert claim.value < 1e-6 and claim.shown == "0%"
+    assert claim.compare == "KDA at β = 0.5 on the same story: 50% of tea left"  # the swap moves the number
+    assert "0.50·coffee" in claim.verdict
+
+
+def test_a_half_open_erase_fails_the_claim_and_says_why():
+    claim = aa.erase_write_claim(aa.run_on_story(32, 8, 8, erase=0.5, write=0.5))
+    assert not claim.holds
+    assert claim.shown == "50%"
+    assert "1 − b = 0.5" in claim.verdict
+
+
+def test_erase_without_writing_empties_the_key_which_kda_cannot():
+    run = aa.run_on_story(32, 8, 8, erase=1.0, write=0.0)
+    claim = aa.erase_write_claim(run)
+    assert claim.holds and "wrote nothing of coffee" in claim.verdict
+    end = run.story.T - 1
+    assert np.abs(aa.answer(run.states, run.k, run.story, "Dee", end)).max() < 1e-6
+    assert "100% of tea left" in claim.compare  # KDA at β = 0 never touches Dee
+
+
+def test_open_gates_at_the_overwrite_are_kda_at_beta_one():
+    run = aa.run_on_story(32, 8, 8, erase=1.0, write=1.0)
+    assert np.abs(run.states - run.kda_states).max() < 1e-6
+    assert run.err_chunk < 1e-5  # fp32: the chunked form against the loop on the story
+
+
+def test_the_lines_follow_the_old_and_the_new_value_through_the_overwrite():
+    run = aa.run_on_story(32, 8, 8, erase=1.0, write=0.5)
+    lines = aa.old_and_new_over_time(run)
+    assert set(lines) == {
+        "Gated DeltaNet-2: tea",
+        "Gated DeltaNet-2: coffee",
+        "KDA (β = 0.5): tea",
+        "KDA (β = 0.5): coffee",
+    }
+    t = run.story.overwrite_step
+    assert lines["Gated DeltaNet-2: tea"][t - 1] == pytest.approx(1.0, abs=1e-5)  # tea held before the overwrite
+    assert lines["Gated DeltaNet-2: tea"][t] == pytest.approx(0.0, abs=1e-5)
+    assert lines["KDA (β = 0.5): tea"][t] == pytest.approx(0.5, abs=1e-5)
+    assert all(y.shape == (run.story.T,) for y in lines.values())
+
+
+def test_a_story_without_an_overwrite_cannot_test_the_claim():
+    parsed, problems = parse_story("*name = Kim\nAda = Paris\n|\nDee = tea", max_tokens=50)
+    assert not problems
+    run = aa.run_on_story(32, 8, 8, erase=1.0, write=0.5, written=story_link(parsed))
+    claim = aa.erase_write_claim(run)
+    assert not claim.testable and "second value for one key" in claim.missing
+    assert aa.old_and_new_over_time(run) == {}
+
+
+@pytest.mark.parametrize("name, value", [("erase", 1.5), ("write", -0.1), ("erase", True)])
+def test_gates_outside_the_unit_interval_are_named(name, value):
+    kw = {"erase": 1.0, "write": 0.5, name: value}
+    with pytest.raises(ValueError, match=f"{name} must be a number in \\[0, 1\\]"):
+        aa.run_on_story(32, 8, 8, **kw)
