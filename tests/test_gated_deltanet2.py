@@ -158,6 +158,26 @@ def test_erase_and_write_both_beta_is_kda(case, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_bounded_gate_with_tied_gates_is_bounded_kda(mode):
+    """gate_lower_bound = −5 (Kimi K3's) on both ops, erase = write = β: the same bounded recurrence."""
+    x = inputs(gate="strong")
+    beta = x["erase"][..., 0]
+    B, H, T, K = x["q"].shape
+    V = x["v"].shape[-1]
+    tied = dict(x, erase=beta[..., None].expand(B, H, T, K), write=beta[..., None].expand(B, H, T, V))
+    o, S = call(tied, output_final_state=True, mode=mode, chunk_size=16, gate_lower_bound=-5.0)
+    o_kda, S_kda = kda(
+        x["q"], x["k"], x["v"], x["g"], beta, initial_state=x["initial_state"], output_final_state=True, mode=mode,
+        chunk_size=16, gate_lower_bound=-5.0,
+    )  # fmt: skip
+    assert (o - o_kda).abs().max() < 1e-12 and (S - S_kda).abs().max() < 1e-12
+    o_free, _ = call(tied, mode=mode, chunk_size=16)
+    assert (o_free - o).abs().max() > 1e-3  # the bound changes a g = −8 gate: the check can fail
+    with pytest.raises(ValueError, match="gate_lower_bound must be a finite number < 0"):
+        call(tied, mode=mode, gate_lower_bound=0.0)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_tied_gates_and_a_scalar_decay_are_gated_deltanet(mode):
     x = inputs(scalar=True)
     beta = x["write"][..., 0]

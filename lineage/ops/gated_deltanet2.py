@@ -47,6 +47,7 @@ from __future__ import annotations
 import torch
 
 from lineage import checks
+from lineage.ops.kda import bounded_gate
 from lineage.ops.recurrence import MemoryTrace, decayed_products, default_chunk_size, unit_lower_inverse
 
 
@@ -242,6 +243,7 @@ def gated_deltanet2(
     output_final_state: bool = False,
     mode: str = "chunk",
     chunk_size: int | None = None,
+    gate_lower_bound: float | None = None,
 ):
     """Gated Delta Rule-2: S_t = (I − k_t (b_t ⊙ k_t)ᵀ) Diag(e^{g_t}) S_{t−1} + k_t (w_t ⊙ v_t)ᵀ, o_t = S_tᵀ scale q_t
 
@@ -250,11 +252,17 @@ def gated_deltanet2(
         erase: [B, H, T, K] in [0, 1] (b, key axis); write: [B, H, T, V] in [0, 1] (w, value axis)
         mode: "recurrent" (the loop), "chunk" (chunks of ``chunk_size``) or "parallel" (the whole sequence as one
             chunk: the T×T form, O(T²) memory)
+        gate_lower_bound: None (the gate as given) or a finite number < 0: the op runs on KDA's bounded gate,
+            :func:`lineage.ops.kda.bounded_gate` (Kimi K3's lower_bound · sigmoid; fla's GDN-2 takes the same
+            ``lower_bound``)
 
     Returns:
         o: [B, H, T, V]; S_T: [B, H, K, V] or None
     """
     checks.mode(mode)
+    if gate_lower_bound is not None:
+        B, H, T, K, _ = checks.qkv(q, k, v)
+        g = bounded_gate(checks.log_gate(g, B, H, T, K, per_channel=None), gate_lower_bound)
     kw = {"scale": scale, "initial_state": initial_state, "output_final_state": output_final_state}
     if chunk_size is not None:  # checked in every mode, as run_memory does, though only "chunk" reads it
         checks.chunk_size(chunk_size)
