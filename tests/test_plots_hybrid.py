@@ -38,3 +38,17 @@ def test_bytes_heatmap_is_layers_by_tokens():
     assert (tr.zmin, tr.zmax) == (0.0, 200.0)
     with pytest.raises(ValueError, match=r"one kind per layer \(3\)"):
         plots.bytes_by_layer_and_time(SCHEDULE[:2], BYTES, title="t")
+
+
+def test_schedule_strip_draws_each_layer_where_it_sits():
+    from lineage.schedules import KIMI_K3_CONFIG, KIMI_K3_SCHEDULE
+
+    fig = plots.layer_schedule_strip(KIMI_K3_SCHEDULE, title="t")
+    cache, state = fig.data
+    assert list(cache.x) == list(KIMI_K3_CONFIG["full_attn_layers"])  # 4, 8, …, 92, 93: the last two adjacent
+    assert list(cache.text) == [str(p) for p in KIMI_K3_CONFIG["full_attn_layers"]]
+    assert len(state.x) == KIMI_K3_CONFIG["num_hidden_layers"] - len(KIMI_K3_CONFIG["full_attn_layers"])
+    assert sorted([*cache.x, *state.x]) == list(range(1, KIMI_K3_CONFIG["num_hidden_layers"] + 1))
+    assert set(cache.customdata) == {"MLA"} and set(state.customdata) == {"KDA"}
+    with pytest.raises(ValueError, match="at least one"):
+        plots.layer_schedule_strip((), title="t")

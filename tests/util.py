@@ -211,6 +211,7 @@ def _memory_and_hybrid():
         ),
         "decode_bytes_animation": lambda: plots.decode_bytes_animation(SCHEDULE, LAYER_BYTES, title="t", start=2),
         "bytes_by_layer_and_time": lambda: plots.bytes_by_layer_and_time(SCHEDULE, LAYER_BYTES, title="t", step=2),
+        "layer_schedule_strip": lambda: plots.layer_schedule_strip(SCHEDULE, title="t"),
         "memory_by_stage": lambda: plots.memory_by_stage(
             LENS,
             {"gpt2": LENS * 10.0, "kv_cache": LENS * 10.0, "kda": np.full(4, 1e5), "gla": np.full(4, 9e4)},
@@ -296,7 +297,7 @@ BUILDERS = [
     "decode_bytes_animation", "bytes_by_layer_and_time", "memory_by_stage", "overwrite_vectors", "overwrite_blend",
     "capacity_curves", "topic_switch_figure", "retention_figure", "needle_curves",
     "story_memory", "attention_story", "decode_ratio_curves", "crossover", "training_curves", "accuracy_sweep",
-    "run_summary", "state_rows_over_run",
+    "run_summary", "state_rows_over_run", "layer_schedule_strip",
 ]  # fmt: skip
 
 

@@ -23,7 +23,7 @@ from lineage.plots.gated import (
     retention_map,
     state_animation,
 )
-from lineage.plots.hybrid import bytes_by_layer_and_time, decode_bytes_animation
+from lineage.plots.hybrid import bytes_by_layer_and_time, decode_bytes_animation, layer_schedule_strip
 from lineage.plots.lab import (
     capacity_curves,
     needle_curves,
@@ -66,7 +66,7 @@ __all__ += ["bandwidth_fraction", "cache_vs_length", "decode_time_vs_context", "
 __all__ += ["memory_by_stage"]
 __all__ += ["heatmaps", "step_marker"]
 __all__ += ["channel_retention", "decay_mask_and_attention", "gates_by_channel", "over_time", "retention_map"]
-__all__ += ["state_animation", "bytes_by_layer_and_time", "decode_bytes_animation"]
+__all__ += ["state_animation", "bytes_by_layer_and_time", "decode_bytes_animation", "layer_schedule_strip"]
 __all__ += ["capacity_curves", "needle_curves", "overwrite_blend", "overwrite_vectors", "retention_figure"]
 __all__ += ["topic_switch_figure"]
 __all__ += ["animation_steps", "chunk_schedule", "chunk_timing", "delta_rule_steps", "mixing"]

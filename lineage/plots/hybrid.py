@@ -115,3 +115,43 @@ def bytes_by_layer_and_time(
     if step is not None:
         step_marker(fig, step + 1, band=True)
     return fig
+
+
+def layer_schedule_strip(schedule: Sequence[str], *, title: str, height: int = 200) -> go.Figure:
+    """One cell per layer, bottom layer first: softmax layers (a cache that grows) in the cache colour, linear-memory
+    layers (a fixed state) in the state colour, each softmax layer's position written on it."""
+    if len(schedule) == 0:
+        raise ValueError("schedule must name at least one layer kind")
+    layers = np.arange(1, len(schedule) + 1)
+    data = []
+    for name, is_cache, color in (
+        ("softmax layer: cache (grows)", True, MEMORY_COLOURS["cache"]),
+        ("linear layer: state (fixed)", False, MEMORY_COLOURS["state"]),
+    ):
+        pick = np.array([(kind in SOFTMAX_KINDS) == is_cache for kind in schedule])
+        data.append(
+            dict(
+                type="bar",
+                x=layers[pick],
+                y=np.ones(int(pick.sum())),
+                name=name,
+                marker=dict(color=color, line=dict(width=0)),
+                customdata=[kind.upper() for kind in np.asarray(schedule)[pick]],
+                text=[str(i) for i in layers[pick]] if is_cache else None,
+                textposition="inside" if is_cache else "none",
+                insidetextanchor="middle",
+                textangle=-90,
+                hovertemplate="layer %{x}: %{customdata}<extra></extra>",
+            )
+        )
+    layout = dict(
+        bargap=0.08,
+        xaxis=dict(
+            title=dict(text="layer (bottom to top)"),
+            range=[0.5, len(schedule) + 0.5],
+            dtick=4 if len(schedule) > 32 else 1,
+        ),
+        yaxis=dict(visible=False, range=[0, 1]),
+        legend=dict(orientation="h", y=1.02, yanchor="bottom", x=1.0, xanchor="right"),
+    )
+    return figure(data, layout | house_layout(title=title, height=height))
