@@ -279,16 +279,16 @@ def _softmax_blocks(stage_key: str) -> list[Block]:
             run.trace.attn, step_labels=story.labels, sentences=sentences, series=series, start=story.T - 1, **extra
         )
 
-    return [
-        claim_block(claim),
-        _figure(f"{stage_key}_story", build, alt),
-        key_line(story),
-        Text(
-            f"Checked: recomputing and caching give the same outputs to {run.err_recompute:.1e} (relative RMS); "
-            f"{run.device}.",
-            small=True,
-        ),
-    ]
+    blocks: list[Block] = [claim_block(claim), _figure(f"{stage_key}_story", build, alt), key_line(story)]
+    if stage_key == "gpt2":  # the GPT-2 page checks its two generations under the chart; the KV cache page later
+        blocks.append(
+            Text(
+                f"Checked: recomputing and caching give the same outputs to {run.err_recompute:.1e} (relative RMS); "
+                f"{run.device}.",
+                small=True,
+            )
+        )
+    return blocks
 
 
 STAGE_LIVE = "Your own story, the sliders (sizes, gates, β), random inputs, the timings and the run at real size"
@@ -499,7 +499,6 @@ def memory_cost_screen() -> Screen:
             {
                 "model": spec.name,
                 "held": plots.format_bytes(fp.total_bytes),
-                "released context (tokens)": "" if spec.context_len is None else f"{spec.context_len:,}",
             }
         )
 
@@ -606,10 +605,25 @@ def memory_lab_screen() -> Screen:
         Text("## All mechanisms, all experiments"),
         Table(tuple(rows)),
     ]
-    blocks += [
-        Text(f"- {lab.summary(r)}")
-        for r in (report.overwrite, report.capacity, report.topic_switch, report.retention, report.needle)
-    ]
+    charts = (
+        (
+            "overwrite",
+            "lab_overwrite_blend",
+            plots.overwrite_blend,
+            report.overwrite,
+            "The overwrite's blend of v1 and v2",
+        ),
+        ("capacity", "lab_capacity_chart", plots.capacity_curves, report.capacity, "Recall error against pairs stored"),
+        ("topic switch", "lab_topic_chart", plots.topic_switch_figure, report.topic_switch, "Topic A kept after B"),
+        ("retention", "lab_retention_chart", plots.retention_figure, report.retention, "Long-lived against recent"),
+        ("needle", "lab_needle_chart", plots.needle_curves, report.needle, "The needle's error as pairs follow it"),
+    )
+    for name, key, builder, result, alt in charts:
+        blocks += [
+            Text(f"## {name[0].upper()}{name[1:]}"),
+            _figure(key, lambda builder=builder, result=result: builder(result), alt),
+            Text(lab.summary(result)),
+        ]
     return Screen(
         "memory_lab", "Memory lab", tuple(blocks), live_note="Every slider of every experiment, and your own stream"
     )
