@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from lineage.mechanisms import colours
+from lineage.plots import palette
 from lineage.teach import after_article as aa
 from lineage.teach.story_text import parse_story, story_link
 
@@ -73,3 +75,10 @@ def test_gates_outside_the_unit_interval_are_named(name, value):
     kw = {"erase": 1.0, "write": 0.5, name: value}
     with pytest.raises(ValueError, match=f"{name} must be a number in \\[0, 1\\]"):
         aa.run_on_story(32, 8, 8, **kw)
+
+
+@pytest.mark.parametrize("deficiency", (None, *palette.CVD_DEFICIENCIES))
+def test_its_colour_stays_apart_from_every_mechanism_colour(deficiency):
+    distances = palette.cvd_distances({**colours(), "gated_deltanet2": aa.COLOUR}, deficiency)
+    nearest = min(d for pair, d in distances.items() if "gated_deltanet2" in pair)
+    assert nearest >= palette.MIN_CVD_DELTA_E, f"{nearest:.1f} seen as {deficiency or 'normal'}"

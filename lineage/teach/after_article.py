@@ -42,6 +42,9 @@ WHY = (
     "Why this successor: it changes one thing in KDA — β becomes an erase gate and a write gate — and with both set to "
     "β it is KDA again, to rounding, so every difference on this page is that one split."
 )
+# Paul Tol's muted indigo (GLA's wine is from the same palette): apart from every mechanism's colour by CIEDE2000 ≥ 11.8
+# under deuteranopia and protanopia (tests/test_after_article.py measures it as tests/test_palette.py does the table)
+COLOUR = "#332288"
 PAPER = "Hatamizadeh, Choi & Kautz, Gated DeltaNet-2: Decoupling Erase and Write in Linear Attention, arXiv 2605.22791"
 URL = "https://arxiv.org/abs/2605.22791"
 CLAIM = (
