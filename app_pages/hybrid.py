@@ -17,10 +17,28 @@ from ui.running import run_or_stop
 from ui.session import seed
 from ui.story import claim_slot, equation_panel, story_input, top_slot, written_link
 
-K3 = footprints.PARAMETER_FACTS["kimi-k3"]
+K3 = footprints.MODELS["kimi-k3"]
+K3_PARAMS, K3_ARTICLE = footprints.PARAMETER_FACTS["kimi-k3"], footprints.PARAMETER_FACTS["kimi-k3-article"]
 KIMI = footprints.MODELS["kimi-linear-48b"]
-CONTEXTS = [2**p for p in range(8, 21)]  # 256 … 1,048,576 tokens (Kimi Linear's released context)
+CONTEXTS = [2**p for p in range(8, 21)]  # 256 … 1,048,576 tokens (Kimi Linear's and K3's released context)
 LIVE_LAYER_CAP = KIMI.n_layers  # as deep as Kimi Linear 48B
+PRESETS = {  # the schedules the page offers: a small custom stack, and the two released hybrids with their shapes
+    "custom": "MLA every N layers (a small stack)",
+    "kimi": f"{KIMI.name}: {KIMI.n_layers} layers, MLA at {ledger.positions(KIMI.layers_of('mla'))}",
+    "k3": f"{K3.name}: {K3.n_layers} layers, MLA at {ledger.positions(K3.layers_of('mla'))}",
+}
+
+
+def counts(spec: footprints.ModelSpec) -> str:
+    """'20 KDA + 7 MLA (MLA at 4, 8, 12, 16, 20, 24, 27)', from a spec's layer kinds."""
+    mla = spec.layers_of("mla")
+    return f"{spec.n_layers - len(mla)} KDA + {len(mla)} MLA (MLA at {ledger.positions(mla)})"
+
+
+def mix(spec: footprints.ModelSpec) -> str:
+    """'20:7', KDA to MLA layers, from a spec's layer kinds."""
+    return f"{len(spec.layers_of('kda'))}:{len(spec.layers_of('mla'))}"
+
 
 stage_header("hybrid")
 top = top_slot()
@@ -43,14 +61,17 @@ A KDA layer's memory is a fixed set of matrices. That is why it is cheap, and al
 context into a fixed size and exact details — a name, a number, a line of code seen long ago — blur together.
 Softmax attention keeps every token and finds any of them exactly, but its cache grows with the context.
 
-Kimi Linear ([arXiv 2510.26692](https://arxiv.org/abs/2510.26692)) keeps both: three KDA layers for every MLA
-layer. MLA, DeepSeek's multi-head latent attention, is softmax attention that caches one compressed vector and
-one small shared key per token, instead of a key and a value for every head. Most layers then hold a constant
-amount, and only a quarter of them hold a cache that grows. The paper reports *“{footprints.KIMI_PAPER_CLAIM.text}”*
-against full MLA.
+Kimi Linear ([arXiv 2510.26692](https://arxiv.org/abs/2510.26692)) keeps both. The paper calls its mix 3:1
+KDA to MLA; the released 48B model has {counts(KIMI)}, so {mix(KIMI)}, not strictly 3:1. MLA, DeepSeek's
+multi-head latent attention, is softmax attention that caches one compressed vector and one small shared key per
+token, instead of a key and a value for every head. Most layers then hold a constant amount, and only about a
+quarter of them hold a cache that grows. The paper reports *“{footprints.KIMI_PAPER_CLAIM.text}”* against full MLA.
 
-Kimi K3 — {K3.parameters / 1e12:.1f}T parameters, described as KDA layers with periodic softmax layers — is
-reported to follow the same plan. Those facts come from a secondary source: {K3.source}.
+Kimi K3 follows the same plan at scale. Its configuration, as public inference-simulator and llama.cpp threads
+quote it (secondary sources, listed under the schedule below), has {counts(K3)}: MLA every fourth layer and again
+at the last, so the two top layers are both MLA and the mix is {mix(K3)}, not strictly 3:1. Its parameters:
+{K3_PARAMS.parameters / 1e12:g}T as stated with the config ({K3_PARAMS.how}), {K3_ARTICLE.parameters / 1e12:g}T
+in the article ({K3_ARTICLE.how}).
 """
 )
 equation_panel("hybrid")
@@ -58,19 +79,9 @@ show_code(schedules.periodic_schedule, hybrid.HybridStack.forward, hybrid.decode
 
 st.subheader("The schedule")
 preset = st.radio(
-    "Layers",
-    ["custom", "kimi"],
-    format_func={
-        "custom": "MLA every N layers (a small stack)",
-        "kimi": f"{KIMI.name}: {KIMI.n_layers} layers, MLA at {', '.join(map(str, KIMI.layers_of('mla')))}",
-    }.get,
-    horizontal=True,
-    bind="query-params",
-    key="hybrid_schedule",
+    "Layers", list(PRESETS), format_func=PRESETS.get, horizontal=True, bind="query-params", key="hybrid_schedule"
 )
-if preset == "kimi":
-    schedule = schedules.KIMI_LINEAR_SCHEDULE
-else:
+if preset == "custom":
     a, b = st.columns(2)
     n_layers = capped_slider(
         a, "Number of layers", 2, LIVE_LAYER_CAP, 8, key="hybrid_layers", name="Layers", why="Kimi Linear's depth"
@@ -83,12 +94,28 @@ else:
         4,
         bind="query-params",
         key="hybrid_every",
-        help="N = 4 is Kimi Linear's 3 KDA : 1 MLA.",
+        help="N = 4 is 3 KDA : 1 MLA, the ratio Kimi Linear's paper names (its 48B model has 20 KDA : 7 MLA).",
     )
     schedule = run_or_stop(hybrid.periodic_schedule, n_layers, every)
-st.caption("Layers, bottom to top: " + " ".join(kind.upper() for kind in schedule))
+    spec = footprints.kimi_linear_spec(schedule)
+else:
+    spec = K3 if preset == "k3" else KIMI
+    schedule = spec.layer_kinds
+chart(
+    plots.layer_schedule_strip(schedule, title=f"Where the MLA layers sit: {spec.name}, {len(schedule)} layers"),
+    key="hybrid_schedule_strip",
+    alt="A strip of cells, one per layer: MLA layers (a cache that grows) in one colour with their positions, KDA "
+    "layers (a fixed state) in another.",
+)
+if preset == "k3":
+    st.caption(
+        "Kimi K3's config as others quote it (secondary sources) — layers: "
+        + "; ".join(schedules.KIMI_K3_SOURCES[key] for key in ("layers", "kda", "full_rank", "unconfirmed"))
+        + "."
+    )
 
-st.subheader("What each layer holds, at Kimi Linear's sizes")
+sizes = "Kimi Linear's" if preset != "k3" else "Kimi K3's"
+st.subheader(f"What each layer holds, at {sizes} sizes")
 context = st.select_slider(
     "Context length (tokens)",
     CONTEXTS,
@@ -97,16 +124,25 @@ context = st.select_slider(
     bind="query-params",
     key="hybrid_context",
 )
-spec = footprints.kimi_linear_spec(schedule)
 fp = footprints.footprint(spec, context)
 saving = ledger.hybrid_saving(spec, context)
-a, b, c = st.columns(3)
+mha = ledger.hybrid_saving(spec, context, against="mha")
+a, b, c, d = st.columns(4)
 a.metric("held by the whole stack", plots.format_bytes(fp.total_bytes), help=f"{fp.total_bytes:,} bytes ({fp.dtype})")
 b.metric("of which cache (grows)", plots.format_bytes(fp.kv_cache_bytes), help=f"{fp.kv_cache_bytes:,} bytes")
-c.metric(
-    f"saved against all-MLA, {ledger.SAVING_TOTAL}",
-    f"−{saving.total:.1%}",
-    help=f"Same depth and shapes with MLA in every layer ({saving.where}). {ledger.SAVING_CACHE}: −{saving.cache:.1%}.",
+for col, cut in ((c, saving), (d, mha)):
+    col.metric(
+        f"saved against {ledger.BASELINES[cut.against]}, {ledger.SAVING_TOTAL}",
+        f"−{cut.total:.1%}",
+        help=f"Same depth with {ledger.BASELINES[cut.against].removeprefix('all-')} in every layer ({cut.where}). "
+        f"{ledger.SAVING_CACHE}: −{cut.cache:.1%}.",
+    )
+base = footprints.all_mha(spec)
+st.markdown(
+    f"Against the same {spec.n_layers} layers all MLA the hybrid saves **{saving.text()}**: only its "
+    f"{saving.n_mla} MLA layers cache. Against {spec.n_layers} layers of plain multi-head attention, each caching a "
+    f"key and a value for {base.n_heads} heads of {base.head_dim} ({2 * base.n_heads * base.head_dim:,} numbers per "
+    f"token instead of MLA's {spec.kv_lora_rank} + {spec.rope_dim}), it saves **{mha.text()}**."
 )
 chart(
     plots.per_layer_bars(
@@ -118,7 +154,7 @@ chart(
     key="hybrid_footprint",
     alt="Bars per layer: MLA layers hold a cache that grows with the context, KDA layers a fixed state.",
 )
-st.caption(f"Shapes from {KIMI.source}.")
+st.caption(f"Shapes from {spec.source}.")
 
 st.subheader("A small hybrid, decoding live")
 cap = caps()

@@ -304,7 +304,7 @@ def _k3_rows() -> list[LedgerRow]:
         LedgerRow(
             number="Kimi K3's layers",
             article="KDA for the bulk, periodic softmax layers (no count given)",
-            app=f"{k3.n_layers} layers: {n_kda} KDA, {n_mla} MLA at {_positions(k3.layers_of('mla'))}",
+            app=f"{k3.n_layers} layers: {n_kda} KDA, {n_mla} MLA at {positions(k3.layers_of('mla'))}",
             how="computed",
             verdict="quoted only",
             why="The article gives no layer count to check; the app's count is read from K3's config as others quote "
@@ -341,9 +341,9 @@ def _k3_rows() -> list[LedgerRow]:
     ]
 
 
-def _positions(layers: Sequence[int]) -> str:
+def positions(layers: Sequence[int]) -> str:
     """1-based layer positions, a long arithmetic run shortened: '4, 8, …, 92, 93'."""
-    if len(layers) <= 6:
+    if len(layers) <= 8:
         return ", ".join(map(str, layers))
     return f"{layers[0]}, {layers[1]}, …, {layers[-2]}, {layers[-1]}"
 

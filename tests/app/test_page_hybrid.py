@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from lineage import schedules
+from lineage import plots, schedules
 from lineage.measure import footprints
 from lineage.models import hybrid
-from tests.app.util import figure, rerun, run_page, z_of
+from lineage.teach import ledger
+from tests.app.util import figure, metrics, rerun, run_page, z_of
 
 
 def test_hybrid_page():
@@ -37,3 +38,28 @@ def test_hybrid_page():
     np.testing.assert_array_equal(bars["data"][0]["y"], [layer.kv_cache_bytes for layer in fp.per_layer])
     trace = hybrid.decode_trace(hybrid.HybridConfig(schedule=schedules.KIMI_LINEAR_SCHEDULE), 4, 0)
     np.testing.assert_array_equal(z_of(figure(at, "The same, every layer")["data"][0]), trace.bytes.T)
+
+
+def test_hybrid_page_draws_kimi_k3_from_its_config():
+    at = run_page("hybrid", hybrid_T=4)
+    at.radio(key="hybrid_schedule").set_value("k3")
+    at.select_slider(key="hybrid_context").set_value(2**20)
+    rerun(at)
+    k3 = schedules.KIMI_K3_CONFIG
+    strip = figure(at, "Where the MLA layers sit: Kimi K3")
+    assert list(strip["data"][0]["x"]) == list(k3["full_attn_layers"])  # 4, 8, …, 92, 93
+    fp = footprints.footprint("kimi-k3", 2**20)
+    bars = figure(at, "Kimi K3: bytes per layer")
+    assert len(bars["data"][0]["y"]) == k3["num_hidden_layers"]
+    np.testing.assert_array_equal(bars["data"][0]["y"], [layer.kv_cache_bytes for layer in fp.per_layer])
+    shown = metrics(at)
+    mla = ledger.hybrid_saving("kimi-k3", 2**20)
+    mha = ledger.hybrid_saving("kimi-k3", 2**20, against="mha")
+    assert shown[f"saved against all-MLA, {ledger.SAVING_TOTAL}"] == f"−{mla.total:.1%}"
+    assert shown[f"saved against all-MHA, {ledger.SAVING_TOTAL}"] == f"−{mha.total:.1%}"
+    assert shown["of which cache (grows)"] == plots.format_bytes(fp.kv_cache_bytes)
+    text = " ".join(m.value for m in at.markdown)
+    n_mla = len(k3["full_attn_layers"])
+    assert f"{k3['num_hidden_layers'] - n_mla}:{n_mla}, not strictly 3:1" in text
+    assert mla.text() in text and mha.text() in text
+    assert any("secondary sources" in c.value and "inference-sim" in c.value for c in at.caption)
