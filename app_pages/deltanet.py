@@ -5,37 +5,19 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import plots
-from lineage.ops.deltanet import deltanet
-from lineage.teach import claims, stage_runs
+from lineage.teach import claims, stage_runs, units
 from lineage.teach.equations import chunked_delta
 from lineage.teach.story import story_for
 from ui.controls import size_controls, step_control
-from ui.display import chart, prose, show_code, stage_header, what_to_notice
-from ui.real_size import real_size_section
+from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
-from ui.story import claim_slot, code_excerpts, equation_panel, inputs_choice, story_input, top_slot, written_link
+from ui.stage_page import close_stage_page, open_stage_page
+from ui.story import claim_slot, code_excerpts, inputs_choice, story_input, written_link
 
 COMPARE_BETAS = (0.1, 0.5, 1.0)  # the write strengths drawn beside the chosen one
 
-stage_header("deltanet")
-top = top_slot()
-prose(
-    """
-Linear attention writes blindly: the new pair is added on top of whatever the state already returns for that
-key. The delta rule, an old idea from the fast-weight programmers of the 1990s made practical by Schlag et al.
-and Yang et al., looks first. It asks the memory what it currently holds at the incoming key, v_old = Sᵀk_t,
-compares that with the value it should hold, and writes only the difference, scaled by a strength β_t:
-S ← S + β_t k_t (v_t − v_old)ᵀ.
-
-If the memory already returns v_t, nothing changes. With a unit key and β = 1 the old value at that key is
-replaced outright; smaller β moves it part of the way. So the same fixed-size matrix can now be edited, not just
-piled onto. The price is that each step depends on the one before through Sᵀk_t, which looks hopelessly
-sequential for training on long sequences. The second half of this page shows how it is parallelised anyway.
-"""
-)
-equation_panel("deltanet")
-show_code(deltanet, title="The whole op")
+top = open_stage_page("deltanet")
 
 inputs = inputs_choice("deltanet")
 written = story_input() if inputs == "story" else None
@@ -67,8 +49,7 @@ def live(T: int, K: int, V: int, seed: int, beta: float, chunk_size: int, inputs
     if inputs == "story":
         story = story_for(T, K, V, written)
         run = claims.run_story("deltanet", story, claims.Knobs(beta=beta), chunk_size=chunk_size)
-        linear = claims.trace_story("linear_attention", story)
-        claim = claims.deltanet_claim(run, story, linear, beta)
+        claim = units.stage_claim("deltanet", run, story, claims.Knobs(beta=beta))
     else:
         story, claim = None, None
         run = stage_runs.run_stage("deltanet", T, K, V, seed, stage_runs.GateRule(beta=beta), chunk_size=chunk_size)
@@ -183,8 +164,8 @@ chart(
 )
 st.caption(f"Median wall time of several calls per chunk size, T = {sweep.T}, D = {sweep.D} ({sweep.device}).")
 
-real_size_section("deltanet")
-what_to_notice(
+close_stage_page(
+    "deltanet",
     [
         "Read, target, correction: the write is the difference between what the memory returns and what it "
         "should return, so a value it already holds costs nothing to write again.",
@@ -197,5 +178,5 @@ what_to_notice(
         "that had to wait for the state of the chunk before. Bigger chunks move work from right to left.",
         "The FLOP model rises with C, but at small sizes the measured time is dominated by the sequential hand-offs "
         "(T / C of them): FLOPs are not the only cost. On GPUs, C = 64 is the usual choice.",
-    ]
+    ],
 )

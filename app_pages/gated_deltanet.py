@@ -5,32 +5,16 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import plots
-from lineage.ops.gated_deltanet import gated_deltanet
-from lineage.teach import claims, stage_runs
+from lineage.teach import claims, stage_runs, units
 from lineage.teach.story import story_for
 from ui.controls import size_controls, step_control
-from ui.display import chart, prose, show_code, stage_header, what_to_notice
-from ui.real_size import real_size_section
+from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
-from ui.story import claim_slot, equation_panel, gate_controls, inputs_choice, story_input, top_slot, written_link
+from ui.stage_page import close_stage_page, open_stage_page
+from ui.story import claim_slot, gate_controls, inputs_choice, story_input, written_link
 
-stage_header("gated_deltanet")
-top = top_slot()
-prose(
-    """
-By now each half of the job has a mechanism. DeltaNet edits: it reads what the state returns for the incoming key
-and writes only the difference, so a key's value can be replaced. Mamba-2 forgets: a gate shrinks the whole state
-before each write. Each lacks the other's verb — DeltaNet never lets go of anything, Mamba-2 can only pile on.
-
-Gated DeltaNet runs both, in order: first scale the state by α_t, then apply the delta-rule write with strength
-β_t. Set α = 1 and nothing decays: that is DeltaNet, exactly. Set α = 0 and the state is cleared before every write.
-In between, something written at step x and read t steps later has been multiplied by every gate along the way,
-αₓ₊₁ ⋯ αₓ₊ₜ, so items written at different moments fade at different speeds.
-"""
-)
-equation_panel("gated_deltanet")
-show_code(gated_deltanet, title="The whole op")
+top = open_stage_page("gated_deltanet")
 
 inputs = inputs_choice("gated_deltanet")
 written = story_input() if inputs == "story" else None
@@ -92,7 +76,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float, wr
     return dict(
         run=run,
         story=story,
-        claim=claims.forget_claim("gated_deltanet", run, story, deltanet),
+        claim=units.stage_claim("gated_deltanet", run, story, knobs, against=deltanet),
         topic_a=claims.topic_a_held(run, story) if claims.can_forget(story) else None,
         long_held=claims.long_fact_held(run, story) if story.long_lived else None,
         error=claims.overwrite_error(run, story) if story.overwrite else None,
@@ -146,7 +130,6 @@ chart(
     export_name="gated_deltanet_state",
 )
 
-real_size_section("gated_deltanet")
 if inputs == "story":
     story = out["story"]
     notice = []
@@ -178,4 +161,4 @@ else:
         "The gate is still one number for the whole head, so every row of the state fades alike. KDA gives each "
         "key channel its own.",
     ]
-what_to_notice(notice)
+close_stage_page("gated_deltanet", notice)

@@ -5,39 +5,23 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import plots
-from lineage.ops.gla import gla
-from lineage.teach import claims, stage_runs
+from lineage.teach import claims, stage_runs, units
 from lineage.teach.story import story_for
 from ui.controls import size_controls, step_control
-from ui.display import chart, prose, show_code, stage_header, what_to_notice
-from ui.real_size import real_size_section
+from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
+from ui.stage_page import close_stage_page, open_stage_page
 from ui.story import (
     claim_slot,
-    equation_panel,
     gate_controls,
     held_rows,
     inputs_choice,
     story_input,
-    top_slot,
     written_link,
 )
 
-stage_header("gla")
-top = top_slot()
-prose(
-    """
-Mamba-2's gate fades the whole state at one rate. Gated Linear Attention gives every key channel — every row of
-the state — a gate of its own. Rows with a gate near 1 hold on to what was written long ago; rows with a small gate
-keep only the last few tokens. Writes are still plain additions, as in linear attention.
-
-GLA is the additive cell of the grid's per-channel column; KDA below it keeps this gate and swaps the addition for
-the delta rule.
-"""
-)
-equation_panel("gla")
-show_code(gla, title="The whole op")
+top = open_stage_page("gla")
 
 inputs = inputs_choice("gla")
 written = story_input() if inputs == "story" else None
@@ -84,7 +68,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, written: str = 
     return dict(
         run=run,
         story=story,
-        claim=claims.channel_claim("gla", run, story, claims.trace_story("mamba2", story, knobs)),
+        claim=units.stage_claim("gla", run, story, knobs),
         mix=claims.overwrite_mix(run, story) if story.overwrite else None,
     )
 
@@ -111,7 +95,6 @@ chart(
     export_name="gla_state",
 )
 
-real_size_section("gla")
 if inputs == "story":
     claim, story = out["claim"], out["story"]
     notice = []
@@ -140,4 +123,4 @@ else:
         "Writes only ever add. Nothing here replaces the value stored under a key — that is what the delta rule "
         "of DeltaNet, Gated DeltaNet and KDA adds.",
     ]
-what_to_notice(notice)
+close_stage_page("gla", notice)

@@ -5,37 +5,23 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import plots
-from lineage.ops.kda import kda
-from lineage.teach import claims, stage_runs
+from lineage.teach import claims, stage_runs, units
 from lineage.teach.story import story_for
 from ui.controls import size_controls, step_control
-from ui.display import chart, prose, show_code, stage_header, what_to_notice
-from ui.real_size import real_size_section
+from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
+from ui.stage_page import close_stage_page, open_stage_page
 from ui.story import (
     claim_slot,
-    equation_panel,
     gate_controls,
     held_rows,
     inputs_choice,
     story_input,
-    top_slot,
     written_link,
 )
 
-stage_header("kda")
-top = top_slot()
-prose(
-    """
-Gated DeltaNet forgets and edits, but with one gate for the whole head: every row of the state fades at the same
-pace, so the head must choose between remembering long and tracking recent tokens. Kimi Linear's KDA makes the gate
-a vector, one α per key channel, and keeps the delta-rule write. Some channels can hold a fact across thousands of
-tokens while others turn over every few steps, and the layer learns which is which.
-"""
-)
-equation_panel("kda")
-show_code(kda, title="The whole op")
+top = open_stage_page("kda")
 
 inputs = inputs_choice("kda")
 written = story_input() if inputs == "story" else None
@@ -106,7 +92,7 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, beta: float, wr
     return dict(
         run=run,
         story=story,
-        claim=claims.channel_claim("kda", run, story, gdn),
+        claim=units.stage_claim("kda", run, story, knobs, against=gdn),
         gdn_states=gdn.states,
         error=claims.overwrite_error(run, story) if story.overwrite else None,
         retention=stage_runs.retention(run.g)[0],
@@ -159,7 +145,6 @@ chart(
     export_name="kda_state",
 )
 
-real_size_section("kda")
 if inputs == "story":
     claim, story = out["claim"], out["story"]
     notice = []
@@ -196,4 +181,4 @@ else:
         "same and the two states are identical — KDA with equal gates is Gated DeltaNet.",
         "What a fixed state cannot do is keep every detail forever. The hybrid keeps a few softmax layers for that.",
     ]
-what_to_notice(notice)
+close_stage_page("kda", notice)

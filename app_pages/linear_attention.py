@@ -5,36 +5,17 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import plots
-from lineage.ops.linear_attention import FEATURE_MAPS, linear_attention
-from lineage.ops.recurrence import parallel_memory
-from lineage.teach import claims, stage_runs
+from lineage.ops.linear_attention import FEATURE_MAPS
+from lineage.teach import claims, stage_runs, units
 from lineage.teach.story import story_for
 from ui.controls import size_controls, step_control
-from ui.display import chart, prose, show_code, stage_header, what_to_notice
-from ui.real_size import real_size_section
+from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
-from ui.story import claim_slot, equation_panel, inputs_choice, story_input, top_slot, written_link
+from ui.stage_page import close_stage_page, open_stage_page
+from ui.story import claim_slot, inputs_choice, story_input, written_link
 
-stage_header("linear_attention")
-top = top_slot()
-prose(
-    """
-A KV cache keeps every key and value because softmax needs them all: exp(q·k) has to be evaluated for each stored
-key, one by one. Katharopoulos et al. (2020) replaced that kernel with a plain dot product of features,
-φ(q)·φ(k). Now the sum over the past can be regrouped: Σ_s (φ(q)·φ(k_s)) v_s = φ(q)ᵀ (Σ_s φ(k_s) v_sᵀ). The
-bracket does not depend on the query, so it can be kept as a running K×V matrix S and updated with one outer
-product per token, S ← S + φ(k_t) v_tᵀ. Next to it runs a normaliser z ← z + φ(k_t), standing in for the softmax's
-denominator; here it is the last column of the state, fed by a value of 1.
-
-The state has the same size after ten tokens and after a million, and each step costs the same. The same outputs
-can also be computed all at once, in parallel, as attention without the softmax: a T × T matrix of φ(q_t)·φ(k_j),
-masked to j ≤ t. But the update only ever adds. Nothing stored is corrected or removed, so keys that overlap keep
-blurring each other's values as the text goes on.
-"""
-)
-equation_panel("linear_attention")
-show_code(linear_attention, parallel_memory, title="The whole op and its T × T form")
+top = open_stage_page("linear_attention")
 
 inputs = inputs_choice("linear_attention")
 written = story_input() if inputs == "story" else None
@@ -60,7 +41,7 @@ def live(T: int, K: int, V: int, seed: int, feature_map: str, inputs: str, writt
     if inputs == "story":
         story = story_for(T, K, V, written)
         run = claims.run_story("linear_attention", story, claims.Knobs(feature_map=feature_map))
-        claim = claims.linear_claim(run, story, claims.trace_story("deltanet", story), feature_map)
+        claim = units.stage_claim("linear_attention", run, story, claims.Knobs(feature_map=feature_map))
     else:
         story, claim = None, None
         run = stage_runs.run_stage("linear_attention", T, K, V, seed, feature_map=feature_map)
@@ -116,8 +97,8 @@ chart(
     alt="Recall error of stored pairs and the norm of the state, both rising with the number of tokens.",
 )
 
-real_size_section("linear_attention")
-what_to_notice(
+close_stage_page(
+    "linear_attention",
     [
         "The state never changes shape: the same K × (V + 1) grid at the first token and the last. That is the "
         "memory saving over the KV cache.",
@@ -133,5 +114,5 @@ what_to_notice(
         ),
         "Recurrent, chunked and T × T forms agree to float precision. Same numbers, different schedules: the "
         "recurrence for decoding, the parallel forms for training.",
-    ]
+    ],
 )

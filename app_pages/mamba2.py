@@ -5,34 +5,16 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import plots
-from lineage.ops.mamba2 import mamba2
-from lineage.ops.recurrence import parallel_memory
-from lineage.teach import claims, stage_runs
+from lineage.teach import claims, stage_runs, units
 from lineage.teach.story import story_for
 from ui.controls import size_controls, step_control
-from ui.display import chart, prose, show_code, stage_header, what_to_notice
-from ui.real_size import real_size_section
+from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
-from ui.story import claim_slot, equation_panel, gate_controls, inputs_choice, story_input, top_slot, written_link
+from ui.stage_page import close_stage_page, open_stage_page
+from ui.story import claim_slot, gate_controls, inputs_choice, story_input, written_link
 
-stage_header("mamba2")
-top = top_slot()
-prose(
-    """
-Linear attention and DeltaNet keep everything they are given. DeltaNet can rewrite the value stored under one key,
-but nothing ever fades, so after a topic change the old topic still fills the state and muddies every read.
-Mamba-2 adds the missing verb: before token t writes, the whole state is multiplied by a gate α_t between 0 and 1
-that the layer computes from the token itself. A gate near 1 keeps the past; a gate near 0 clears it.
-
-The gate is a single number per head, so every entry of the state fades at the same pace. Unroll the recurrence
-and the output at step i is a weighted sum over earlier tokens j with weight qᵢ·kⱼ times the product of the gates
-in between. That is attention with a causal mask that decays with distance: the same layer can be trained as
-masked attention and run as a recurrence with a fixed-size state. Dao and Gu call this *state space duality*.
-"""
-)
-equation_panel("mamba2")
-show_code(mamba2, parallel_memory, title="The whole op and its T × T form")
+top = open_stage_page("mamba2")
 
 inputs = inputs_choice("mamba2")
 written = story_input() if inputs == "story" else None
@@ -87,12 +69,13 @@ def on_story(T: int, K: int, V: int, keep: float, switch: float, written: str = 
     """Mamba-2 on the story, beside the same writes with the gate open (α = 1: linear attention's additive state
     without a feature map)."""
     story = story_for(T, K, V, written)
-    run = claims.run_story("mamba2", story, claims.Knobs(alpha_keep=keep, alpha_switch=switch))
+    knobs = claims.Knobs(alpha_keep=keep, alpha_switch=switch)
+    run = claims.run_story("mamba2", story, knobs)
     off = claims.run_story("mamba2", story, claims.Knobs(alpha_keep=1.0, alpha_switch=1.0))
     return dict(
         run=run,
         story=story,
-        claim=claims.forget_claim("mamba2", run, story, off),
+        claim=units.stage_claim("mamba2", run, story, knobs, against=off),
         mix=claims.overwrite_mix(run, story) if story.overwrite else None,
         norms=stage_runs.state_norms(run.states),
         mask=stage_runs.decay_mask(run.g)[:, :, 0],
@@ -151,7 +134,6 @@ st.caption(
     f"the recurrence's outputs to within {run.err_parallel:.1e} (relative), measured in the run above."
 )
 
-real_size_section("mamba2")
 if inputs == "story":
     story = out["story"]
     notice = []
@@ -184,4 +166,4 @@ else:
         "The recurrence and the T×T attention form are two ways of computing the same thing — the numbers above "
         "agree to float precision.",
     ]
-what_to_notice(notice)
+close_stage_page("mamba2", notice)

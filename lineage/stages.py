@@ -32,8 +32,12 @@ class Stage(Narrative):
     url: str
     mechanisms: tuple[str, ...]  # the mechanisms (keys of lineage.mechanisms) this stage runs
     layer_kinds: tuple[str, ...]  # one layer schedule of lineage.schedules kinds: this stage's memory per layer
-    rule: str | None = None  # "additive" | "delta" for the linear-memory family
+    rule: str | None = None  # a write rule's key (lineage.mechanisms.write_rules) for the linear-memory family
     gate: str | None = None  # "none" | "scalar" | "channel"
+    label: str = ""  # its short name (the navigation's): its mechanism's label, else its title
+
+    def __post_init__(self):
+        object.__setattr__(self, "label", self.label or self.title)
 
     @property
     def in_grid(self) -> bool:
@@ -104,6 +108,7 @@ def _mechanism_stage(m: Mechanism) -> Stage:
         layer_kinds=(m.layer_kind,),
         rule=m.rule,
         gate=m.gate,
+        label=m.label,
     )
 
 

@@ -283,9 +283,9 @@ def _enumerations(tree: ast.AST, names: set[str]):
 
 
 # Modules that may key content by stage: lineage/teach/equations.py holds each stage page's own equation text and code
-# markers (presentation written per stage, like a page's prose; lineage.teach.equations.equation says which stages
-# have one).
-PER_STAGE_CONTENT = {"lineage/teach/equations.py"}
+# markers, lineage/teach/units.py each stage's prose and claim recipe (presentation written per stage, like a page's
+# prose; lineage.teach.equations.equation and lineage.teach.units.unit say which stages have one).
+PER_STAGE_CONTENT = {"lineage/teach/equations.py", "lineage/teach/units.py"}
 
 
 def test_no_module_lists_the_mechanisms_again_or_uses_the_old_name():

@@ -14,7 +14,7 @@ from lineage.inputs import RANDOM_GATE, draw_inputs
 from lineage.mechanisms import default_op_inputs, linear_mechanisms, mechanism
 from lineage.numerics import rel_rms
 from lineage.plots.core import TEXT_MAX_CELLS, TEXT_MAX_SIDE
-from lineage.teach import claims, stage_runs
+from lineage.teach import claims, stage_runs, units
 
 # Measured: fp64 agreement between forms is ~1e-15; fp32 is ~1e-6 (strong decay ~2e-5). Bounds keep headroom.
 TOL = {torch.float64: 1e-10, torch.float32: 1e-4, torch.bfloat16: 2e-2, torch.float16: 5e-3}
@@ -314,15 +314,6 @@ KNOBS = claims.Knobs()  # β = 1, every token keeps α = 1, the switch α = 0: t
 
 
 def claim_of(stage_key: str, story, knobs: claims.Knobs = KNOBS) -> claims.StageClaim:
-    """The claim the page of ``stage_key`` makes on ``story``, against the stage it answers, as lineage computes it."""
-    run = claims.trace_story(stage_key, story, knobs)
-    if stage_key == "linear_attention":
-        return claims.linear_claim(run, story, claims.trace_story("deltanet", story, knobs))
-    if stage_key == "deltanet":
-        return claims.deltanet_claim(run, story, claims.trace_story("linear_attention", story, knobs), knobs.beta)
-    if stage_key in ("mamba2", "gated_deltanet"):
-        ungated = "mamba2" if stage_key == "mamba2" else "deltanet"
-        off = claims.Knobs(alpha_keep=1.0, alpha_switch=1.0) if stage_key == "mamba2" else knobs
-        return claims.forget_claim(stage_key, run, story, claims.trace_story(ungated, story, off))
-    scalar = "mamba2" if stage_key == "gla" else "gated_deltanet"
-    return claims.channel_claim(stage_key, run, story, claims.trace_story(scalar, story, knobs))
+    """The claim the page of ``stage_key`` makes on ``story``, against the stage it answers, as lineage computes it
+    (the stage's unit: ``lineage.teach.units.stage_claim``)."""
+    return units.stage_claim(stage_key, claims.trace_story(stage_key, story, knobs), story, knobs)

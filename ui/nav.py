@@ -1,7 +1,10 @@
 """The app's pages, in order, by section. app.py builds ``st.navigation`` from this list.
 
-Each entry: (section, file under app_pages/, title, icon, url_path). The lineage section follows the story's order,
-then the labs, then the tools; the guided tour walks every page in this order and comes back home.
+Each entry: (section, file under app_pages/, title, icon, url_path, stage). The lineage section is built from the
+table of stages (:func:`lineage.stages.all_stages`): every stage whose page exists (``lineage.teach.units``:
+``app_pages/<stage>.py``), in the story's order, titled by its short name and numbered from that order; then the
+claims ledger, the labs and the tools, written here. The guided tour walks every page in this order and comes back
+home.
 
 The page scripts live in app_pages/, not pages/: Streamlit treats a folder named pages/ beside the entry script as an
 old-style multipage app until st.navigation has run, so a deep link opened first on a fresh server (and every
@@ -13,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lineage import stages
+from lineage.teach.units import unit
 
 
 @dataclass(frozen=True)
@@ -25,41 +29,36 @@ class PageEntry:
     stage: str | None = None  # key in lineage.stages for stage pages
 
 
+LINEAGE = "The lineage"
+NUMBERED_ICONS = 9  # Material Symbols has counter_1 … counter_9; a stage past the ninth gets UNNUMBERED_ICON
+UNNUMBERED_ICON = ":material/more_horiz:"
+
+
+def stage_icon(number: int) -> str:
+    """The icon of the stage page at ``number`` (1-based) in the lineage: its number, while there is one to show."""
+    return f":material/counter_{number}:" if 1 <= number <= NUMBERED_ICONS else UNNUMBERED_ICON
+
+
+def stage_pages() -> tuple[PageEntry, ...]:
+    """One entry per stage of the table that has a page, in the lineage's order, numbered from it."""
+    with_page = [s for s in stages.all_stages() if unit(s.key).has_page]
+    return tuple(
+        PageEntry(LINEAGE, unit(s.key).page, s.label, stage_icon(i), s.key, s.key)
+        for i, s in enumerate(with_page, start=1)
+    )
+
+
 PAGES: tuple[PageEntry, ...] = (
-    PageEntry("The lineage", "app_pages/home.py", "Home", ":material/home:", "home"),
-    PageEntry("The lineage", "app_pages/gpt2.py", "GPT-2 (recompute)", ":material/counter_1:", "gpt2", "gpt2"),
-    PageEntry("The lineage", "app_pages/kv_cache.py", "KV cache", ":material/counter_2:", "kv_cache", "kv_cache"),
-    PageEntry(
-        "The lineage",
-        "app_pages/linear_attention.py",
-        "Linear attention",
-        ":material/counter_3:",
-        "linear_attention",
-        "linear_attention",
-    ),
-    PageEntry("The lineage", "app_pages/deltanet.py", "DeltaNet", ":material/counter_4:", "deltanet", "deltanet"),
-    PageEntry("The lineage", "app_pages/mamba2.py", "Mamba-2", ":material/counter_5:", "mamba2", "mamba2"),
-    PageEntry("The lineage", "app_pages/gla.py", "GLA", ":material/counter_6:", "gla", "gla"),
-    PageEntry(
-        "The lineage",
-        "app_pages/gated_deltanet.py",
-        "Gated DeltaNet",
-        ":material/counter_7:",
-        "gated_deltanet",
-        "gated_deltanet",
-    ),
-    PageEntry("The lineage", "app_pages/kda.py", "KDA", ":material/counter_8:", "kda", "kda"),
-    PageEntry(
-        "The lineage", "app_pages/hybrid.py", "Hybrid (Kimi Linear / K3)", ":material/counter_9:", "hybrid", "hybrid"
-    ),
-    PageEntry("The lineage", "app_pages/ledger.py", "Claims ledger", ":material/fact_check:", "ledger"),
+    PageEntry(LINEAGE, "app_pages/home.py", "Home", ":material/home:", "home"),
+    *stage_pages(),
+    PageEntry(LINEAGE, "app_pages/ledger.py", "Claims ledger", ":material/fact_check:", "ledger"),
     PageEntry("Labs", "app_pages/memory_lab.py", "Memory lab", ":material/science:", "memory_lab"),
     PageEntry("Labs", "app_pages/learned_memory.py", "Learned memory", ":material/model_training:", "learned_memory"),
     PageEntry("Tools", "app_pages/memory_cost.py", "Memory & cost", ":material/memory:", "memory_cost"),
     PageEntry("Tools", "app_pages/live_benchmark.py", "Live benchmark", ":material/speed:", "live_benchmark"),
 )
 
-SECTIONS = ("The lineage", "Labs", "Tools")
+SECTIONS = (LINEAGE, "Labs", "Tools")
 DEFAULT_PAGE = "home"
 # The default page is served at "/", so its own url_path never matches a link; a hidden page runs the same script at
 # /home, so a deep link to it opens the home page instead of Streamlit's "Page not found" dialog.
