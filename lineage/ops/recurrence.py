@@ -76,9 +76,9 @@ def default_chunk_size(device: torch.device | str) -> int:
     Per step the chunked form costs ≈ 2·K·V to hand the state on plus ≈ 2·C·(K + V) per product inside the chunk
     (five for the delta rule, see ``lineage.measure.bench.chunk_flop_model``): a shorter chunk does less work inside and
     hands the state on more often. A GPU runs a chunk of 64 as a few tensor-core tiles (fla's kernels use 64); a CPU
-    pays for every flop, and at head size 64 a chunk of 32 is the faster (measured with ``python -m lineage bench``
-    on a 2-core CPU, 1 thread, B=1 H=4 T=4096 K=V=64: KDA 24 ms against 29 ms at C = 64, Gated DeltaNet 17 against
-    22, GLA 15 against 17, Mamba-2 10.5 against 11). Results do not depend on C beyond rounding.
+    pays for every flop, and at head size 64 a chunk of 32 is the faster for every gated op (measured with
+    ``python -m lineage bench``; the timings and the machine are in ``data/chunk_size_cpu.json``). Results do not
+    depend on C beyond rounding.
     """
     return 32 if torch.device(device).type == "cpu" else 64
 
