@@ -97,12 +97,14 @@ class GateDraw:
     normaliser: float = 1.0
     wipe_fraction: float = 0.0
     shift: float = 0.0
+    wipe_channels: bool = False  # wipe single (position, channel) entries of a per-channel gate, not whole positions
 
     @property
     def label(self) -> str:
         base = f"logσ(x{self.shift:+g})" if self.shift else "logσ(x)"
         base += f"/{self.normaliser:g}"
-        return base + (f" + {self.wipe_fraction:.0%} wipes" if self.wipe_fraction else "")
+        wipes = " channel wipes" if self.wipe_channels else " wipes"
+        return base + (f" + {self.wipe_fraction:.0%}{wipes}" if self.wipe_fraction else "")
 
     def draw(self, shape: tuple[int, ...], gen: torch.Generator, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """A log-gate of ``shape`` ([B, H, T] or [B, H, T, K]) in ``dtype``, on the generator's device; a wipe erases
@@ -110,6 +112,11 @@ class GateDraw:
         x = torch.randn(shape, generator=gen, dtype=dtype, device=gen.device)
         g = F.logsigmoid(x + self.shift if self.shift else x) / self.normaliser
         B, H, T = shape[:3]
+        if self.wipe_channels:
+            if len(shape) != 4:
+                raise ValueError(f"channel wipes need a per-channel gate shape [B, H, T, K], got {list(shape)}")
+            wiped = torch.rand(shape, generator=gen, device=gen.device) < self.wipe_fraction
+            return g.masked_fill(wiped, float("-inf"))
         wiped = round(self.wipe_fraction * T)
         if wiped:
             positions = torch.rand(B, H, T, generator=gen, device=gen.device).argsort(dim=-1)[..., :wiped]
@@ -119,6 +126,10 @@ class GateDraw:
 
 
 RANDOM_GATE = GateDraw(shift=2.0)  # the checks' random gate (verify, the tests): α mostly between 0.7 and 0.99
+# The strengths real models' gates have, from mild (a trained layer's, n = 16) to fast forgetting (n = 0.25, α ≈ 0.04
+# a step) and wipes: the benchmark's rows (lineage.measure.bench) and the chunked form's numerics tests, one recipe.
+GATE_STRENGTHS = (GateDraw(16), GateDraw(4), GateDraw(1), GateDraw(0.25), GateDraw(1, 0.05))
+CHANNEL_WIPES = GateDraw(1, 0.05, wipe_channels=True)  # per-channel gates only: single channels wiped (the tests')
 
 
 def draw_inputs(

@@ -41,7 +41,7 @@ import torch
 
 from lineage.checks import positive_int
 from lineage.device import device_info, get_device
-from lineage.inputs import GateDraw, random_inputs
+from lineage.inputs import GATE_STRENGTHS, GateDraw, random_inputs
 from lineage.measure.timing import Timed, interleaved_medians, interleaved_times
 from lineage.mechanisms import Mechanism, linear_mechanisms, write_rule
 from lineage.ops.recurrence import default_chunk_size
@@ -67,9 +67,10 @@ class BenchConfig:
     repeats: int = 5  # chunked form: median of this many interleaved runs, after one warm-up
     recurrent_repeats: int = 3  # the reference loop takes ~0.2 s per call at the default shape
     recurrent_T: int | None = None  # time the recurrent form on this prefix of T and scale by T / recurrent_T
-    normalisers: tuple[float, ...] = (16, 4, 1, 0.25)  # g = log σ(x) / n for each n
-    wipe_normaliser: float = 1  # the wiped gates: this n, plus ...
-    wipe_fraction: float = 0.05  # ... g = −inf at this share of positions
+    # g = log σ(x) / n for each n, then the wiped gates: the strengths of lineage.inputs.GATE_STRENGTHS by default
+    normalisers: tuple[float, ...] = tuple(d.normaliser for d in GATE_STRENGTHS if not d.wipe_fraction)
+    wipe_normaliser: float = next(d.normaliser for d in GATE_STRENGTHS if d.wipe_fraction)  # the wiped gates' n ...
+    wipe_fraction: float = next(d.wipe_fraction for d in GATE_STRENGTHS if d.wipe_fraction)  # ... and g = −inf's share
     matmul_repeats: int = 5  # the bmm baseline: median of this many, measured before and after the sweep
     seed: int = 0
 
@@ -96,6 +97,9 @@ class BenchConfig:
 # ---------------------------------------------------------------------------------------------------------------
 # What is timed: the ops and the gates
 # ---------------------------------------------------------------------------------------------------------------
+
+
+SPREAD_LIMIT = 1.5  # a gated op's slowest strength over its fastest above this marks the row: a slow regime
 
 
 def gate_draws(cfg: BenchConfig) -> list[GateDraw]:
@@ -273,6 +277,15 @@ class BenchResult:
     def fraction_of_matmul(self, cell: Cell) -> float:
         return cell.gflops / self.baseline.total_gflops
 
+    def over_fastest(self, cell: Cell) -> float:
+        """The cell's chunked time over its op's fastest gated cell of this run (1.0 for an ungated op)."""
+        same = [c.chunk_seconds for c in self.cells if c.op == cell.op and c.gate_kind != "none"]
+        return cell.chunk_seconds / min(same) if same and cell.gate_kind != "none" else 1.0
+
+    def slow_regime(self, cell: Cell) -> bool:
+        """The cell runs more than :data:`SPREAD_LIMIT` times slower than its op at its fastest gate strength."""
+        return self.over_fastest(cell) > SPREAD_LIMIT
+
     def to_json(self) -> dict:
         b = self.baseline
         return {
@@ -310,6 +323,8 @@ class BenchResult:
                     "flops": c.flops,
                     "gflops": c.gflops,
                     "fraction_of_matmul": self.fraction_of_matmul(c),
+                    "over_fastest_strength": self.over_fastest(c),
+                    "slow_regime": self.slow_regime(c),
                 }
                 for c in self.cells
             ],
@@ -491,14 +506,16 @@ def format_result(r: BenchResult) -> str:
     lines += ["", head, "-" * len(head)]
     for cell in r.cells:
         mean = "-" if cell.mean_log_alpha is None else f"{cell.mean_log_alpha:.2f}"
+        slow = f"  << {r.over_fastest(cell):.2f}x its fastest strength" if r.slow_regime(cell) else ""
         lines.append(
             f"{cell.op:<18}{cell.gate:<24}{mean:>11}{cell.chunk_seconds * 1e3:>10.1f}"
             f"{cell.recurrent_seconds * 1e3:>14.1f}{cell.speedup:>10.1f}x{cell.gflops:>9.1f}"
-            f"{r.fraction_of_matmul(cell):>12.0%}"
+            f"{r.fraction_of_matmul(cell):>12.0%}{slow}"
         )
     lines += [
         "",
         "GFLOP/s: the chunked form's FLOP model (lineage.measure.bench.chunk_flop_model) over its median time.",
+        f"<<: a gated row more than {SPREAD_LIMIT:g}x slower than its op at its fastest gate strength (a slow regime).",
     ]
     gated: dict[str, list[Cell]] = {}
     for cell in r.cells:
