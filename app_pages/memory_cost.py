@@ -16,7 +16,8 @@ from ui.session import measured_bandwidth
 
 SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # 1 token to 1M = 2^20
 KIMI = "kimi-linear-48b"
-MILLION = 2**20  # Kimi Linear's context, the "1M" of its paper
+HYBRIDS = (KIMI, "kimi-k3")  # the released hybrids, each against the same depth all MLA and all MHA
+MILLION = 2**20  # Kimi Linear's and Kimi K3's context, the "1M" of the paper
 MEASURED = "measured"  # the bandwidth option filled in by the Live benchmark page
 
 st.title("Memory & cost")
@@ -191,11 +192,34 @@ def at_length(dtype: str, seq_len: int, custom: tuple | None, bandwidth: float) 
     # integer columns with gaps (weights or context not known) stay integers, shown blank where missing
     for column in ("weights read per token (bytes)", "released context (tokens)"):
         table[column] = table[column].astype("Int64")
-    return dict(
-        table=table,
-        layers=layers,
-        kimi=ledger.hybrid_saving(KIMI, seq_len, dtype),
-        kimi_1m=ledger.hybrid_saving(KIMI, MILLION, dtype),
+    savings = {
+        key: dict(
+            mla=ledger.hybrid_saving(key, seq_len, dtype),
+            mla_1m=ledger.hybrid_saving(key, MILLION, dtype),
+            mha=ledger.hybrid_saving(key, seq_len, dtype, against="mha"),
+        )
+        for key in HYBRIDS
+    }
+    return dict(table=table, layers=layers, savings=savings, kimi=savings[KIMI]["mla"])
+
+
+def hybrid_section(spec: footprints.ModelSpec, saving: dict, seq_len: int, at_million: bool) -> None:
+    """One hybrid's savings against all-MLA (cache only; cache and states, here and at 1M) and against all-MHA."""
+    mla, mla_1m, mha = saving["mla"], saving["mla_1m"], saving["mha"]
+    a, b, c, d = st.columns(4)
+    a.metric(f"{spec.name}: saved against all-MLA, {ledger.SAVING_CACHE} (any length)", f"{mla.cache:.1%}")
+    b.metric(f"{spec.name}: saved against all-MLA, {ledger.SAVING_TOTAL}, {seq_len:,} tokens", f"{mla.total:.1%}")
+    if not at_million:
+        c.metric(
+            f"{spec.name}: saved against all-MLA, {ledger.SAVING_TOTAL}, {MILLION:,} tokens", f"{mla_1m.total:.1%}"
+        )
+    d.metric(f"{spec.name}: saved against all-MHA, {ledger.SAVING_TOTAL}, {seq_len:,} tokens", f"{mha.total:.1%}")
+    mla_layers = spec.layers_of("mla")
+    st.markdown(
+        f"**{spec.name}**, computed from its config: {len(mla_layers)} of {spec.n_layers} layers still cache (MLA at "
+        f"layers {ledger.positions(mla_layers)}), so its cache is {len(mla_layers)}/{spec.n_layers} of the all-MLA "
+        f"one; the KDA layers' fixed state takes back a little, less as the context grows. All-MHA caches a key and a "
+        f"value for each of its {spec.n_heads} heads of {spec.head_dim} in every layer."
     )
 
 
@@ -256,21 +280,16 @@ if view is not None:
         "released context are extrapolations of its config."
     )
 
-    st.subheader("Kimi Linear against the same stack with MLA in every layer")
+    st.subheader("The hybrids against the same stack with MLA, or plain MHA, in every layer")
     at_million = int(seq_len) == MILLION  # then the table's length is the million the paper speaks of: one number
-    a, b, d = st.columns(3)
-    a.metric(f"saved, {ledger.SAVING_CACHE} (any length)", f"{view['kimi'].cache:.1%}")
-    b.metric(f"saved, {ledger.SAVING_TOTAL}, {int(seq_len):,} tokens", f"{view['kimi'].total:.1%}")
-    if not at_million:
-        d.metric(f"saved, {ledger.SAVING_TOTAL}, {MILLION:,} tokens", f"{view['kimi_1m'].total:.1%}")
-    kimi_spec = footprints.MODELS[KIMI]
-    n_mla = len(kimi_spec.layers_of("mla"))
+    for key in HYBRIDS:
+        hybrid_section(footprints.MODELS[key], view["savings"][key], int(seq_len), at_million)
     st.markdown(
-        f"Computed from the config: {n_mla} of {kimi_spec.n_layers} layers still cache "
-        f"(MLA at layers {', '.join(map(str, kimi_spec.layers_of('mla')))}), so the cache is {n_mla}/"
-        f"{kimi_spec.n_layers} of the all-MLA one; the KDA layers' fixed state takes back a little, less as the "
-        f"context grows. The paper says: *“{footprints.KIMI_PAPER_CLAIM.text}”* — {footprints.KIMI_PAPER_CLAIM.source}."
+        f"Kimi Linear's paper says: *“{footprints.KIMI_PAPER_CLAIM.text}”* — {footprints.KIMI_PAPER_CLAIM.source}. "
+        "The article says the same of K3 (“KDA's KV cache is only 25% of full attention's”); K3's own count of "
+        "caching layers, from its config, is above."
     )
+    kimi_spec = footprints.MODELS[KIMI]
 
     names = list(view["layers"])
     chosen = st.selectbox(
@@ -299,7 +318,8 @@ if view is not None:
             f"layers holds a fraction of it — and every decoded token has to read all of it.** At {int(seq_len):,} "
             f"tokens ({dtype}):"
         )
-        m1, m2, m3 = st.columns(3)
+        k3_name = footprints.MODELS["kimi-k3"].name
+        m1, m2, m3, m4 = st.columns(4)
         m1.metric(f"{llama_name}: held per sequence", human_bytes(by_name.loc[llama_name, "read per token (bytes)"]))
         m2.metric(f"{kimi_name}: held per sequence", human_bytes(by_name.loc[kimi_name, "read per token (bytes)"]))
         m3.metric(
@@ -307,6 +327,7 @@ if view is not None:
             f"−{view['kimi'].cache:.1%}",
             help=f"{ledger.SAVING_TOTAL}: −{view['kimi'].total:.1%} at {int(seq_len):,} tokens.",
         )
+        m4.metric(f"{k3_name}: held per sequence", human_bytes(by_name.loc[k3_name, "read per token (bytes)"]))
 
 # ---- sources ---------------------------------------------------------------------------------------------------
 
@@ -319,11 +340,17 @@ st.markdown("\n".join(lines))
 
 kimi_one = footprints.footprint(KIMI, 1, dtype)
 kimi_mla = len(footprints.MODELS[KIMI].layers_of("mla"))
+k3_one = footprints.footprint("kimi-k3", 1, dtype)
 notice = [
     "The softmax models are straight lines of slope one on log-log axes: double the context, double the cache.",
     f"Kimi Linear's line starts flat — its KDA state ({plots.format_bytes(kimi_one.state_bytes)}) dominates — and "
     f"bends up where its {kimi_mla} MLA layers' cache catches up with that state, at about "
     f"{kimi_one.state_bytes / kimi_one.kv_cache_bytes_per_token:,.0f} tokens.",
+    f"Kimi K3's line has the same shape, higher: {len(footprints.MODELS['kimi-k3'].layers_of('kda'))} KDA layers "
+    f"hold {plots.format_bytes(k3_one.state_bytes)} whatever the length, and its "
+    f"{len(footprints.MODELS['kimi-k3'].layers_of('mla'))} MLA layers' cache passes that at about "
+    f"{k3_one.state_bytes / k3_one.kv_cache_bytes_per_token:,.0f} tokens; at {MILLION:,} it holds "
+    f"{plots.format_bytes(footprints.footprint('kimi-k3', MILLION, dtype).total_bytes)} per sequence ({dtype}).",
     "GQA (Llama-3-8B) and MLA (DeepSeek-V3) shrink what each cached token costs, which moves the line down without "
     "changing its slope; replacing cached layers by fixed-state ones (Kimi Linear, your hybrid) moves it down by the "
     "share of layers replaced, once the context is long.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from lineage import plots, schedules
@@ -56,7 +57,7 @@ def test_table_equals_footprint(memory_page):
 def test_table_follows_length_and_dtype():
     at = run_page("memory_cost", memory_cost_len=4096, memory_cost_dtype="fp32")
     rows = rows_by_model(at)
-    for key in ("gpt2", "llama3-8b", "deepseek-v3", "kimi-linear-48b"):
+    for key in ("gpt2", "llama3-8b", "deepseek-v3", "kimi-linear-48b", "kimi-k3"):
         fp = footprints.footprint(key, 4096, "fp32")
         assert rows[footprints.MODELS[key].name]["KV cache (bytes)"] == fp.kv_cache_bytes
     # by hand: Llama-3-8B, 4096 tokens × 2 × 32 layers × 8 KV heads × 128 × 4 bytes
@@ -75,22 +76,36 @@ def test_chart_has_every_model_and_the_gpu_lines(memory_page):
     assert int(kimi["y"][-1]) == expected and kimi["text"][-1].startswith(f"{expected:,} bytes")
 
 
-def test_kimi_reduction_is_computed_next_to_the_claim(memory_page):
+@pytest.mark.parametrize("key", ["kimi-linear-48b", "kimi-k3"])
+def test_hybrid_reductions_are_computed_next_to_the_claim(memory_page, key):
     shown = {m.label: m.value for m in memory_page.metric}
-    baseline = footprints.footprint(footprints.all_mla("kimi-linear-48b"), MILLION)
-    cache_cut = 1 - footprints.footprint("kimi-linear-48b", MILLION).kv_cache_bytes / baseline.kv_cache_bytes
-    total_cut = footprints.reduction_vs_all_mla("kimi-linear-48b", MILLION)
-    assert shown[f"saved, {ledger.SAVING_CACHE} (any length)"] == f"{cache_cut:.1%}" == "74.1%"  # 1 − 7/27
-    assert shown[f"saved, {ledger.SAVING_TOTAL}, 1,048,576 tokens"] == f"{total_cut:.1%}"
-    labels = list(shown)
-    assert sum("1,048,576 tokens" in label and "saved" in label for label in labels) == 1  # at a million: once
-    # the page's first screen: its claim and the cache-only saving, with the variant's words
-    first = memory_page.metric[2]
-    assert ledger.SAVING_CACHE in first.label and first.value == f"−{cache_cut:.1%}"
+    spec = footprints.MODELS[key]
+    held = footprints.footprint(key, MILLION)
+    baseline = footprints.footprint(footprints.all_mla(key), MILLION)
+    cache_cut = 1 - held.kv_cache_bytes / baseline.kv_cache_bytes
+    total_cut = footprints.reduction_vs_all_mla(key, MILLION)
+    mha_cut = 1 - held.total_bytes / footprints.footprint(footprints.all_mha(key), MILLION).total_bytes
+    n_mla = len(spec.layers_of("mla"))
+    assert shown[f"{spec.name}: saved against all-MLA, {ledger.SAVING_CACHE} (any length)"] == f"{cache_cut:.1%}"
+    assert f"{cache_cut:.1%}" == f"{1 - n_mla / spec.n_layers:.1%}"  # 1 − 7/27, 1 − 24/93
+    assert shown[f"{spec.name}: saved against all-MLA, {ledger.SAVING_TOTAL}, 1,048,576 tokens"] == f"{total_cut:.1%}"
+    assert shown[f"{spec.name}: saved against all-MHA, {ledger.SAVING_TOTAL}, 1,048,576 tokens"] == f"{mha_cut:.1%}"
+    labels = [label for label in shown if label.startswith(f"{spec.name}: saved against all-MLA")]
+    assert sum("1,048,576 tokens" in label for label in labels) == 1  # at a million: once
     other = run_page("memory_cost", memory_cost_len=4096)
     shown = {m.label: m.value for m in other.metric}
-    assert shown[f"saved, {ledger.SAVING_TOTAL}, 1,048,576 tokens"] == f"{total_cut:.1%}"  # beside another length
-    assert f"saved, {ledger.SAVING_TOTAL}, 4,096 tokens" in shown
+    assert shown[f"{spec.name}: saved against all-MLA, {ledger.SAVING_TOTAL}, 1,048,576 tokens"] == f"{total_cut:.1%}"
+    assert f"{spec.name}: saved against all-MLA, {ledger.SAVING_TOTAL}, 4,096 tokens" in shown
+    text = " ".join(m.value for m in memory_page.markdown)
+    assert f"{n_mla} of {spec.n_layers} layers still cache" in text
+
+
+def test_the_first_screen_states_the_claim(memory_page):
+    cache_cut = ledger.hybrid_saving("kimi-linear-48b", MILLION).cache
+    first = memory_page.metric[2]  # the page's first screen: its claim and the cache-only saving, in its words
+    assert ledger.SAVING_CACHE in first.label and first.value == f"−{cache_cut:.1%}"
+    k3 = {m.label: m.value for m in memory_page.metric}["Kimi K3: held per sequence"]
+    assert k3 == plots.format_bytes(footprints.footprint("kimi-k3", MILLION).read_bytes_per_token)
     text = " ".join(m.value for m in memory_page.markdown)
     assert footprints.KIMI_PAPER_CLAIM.text in text and footprints.KIMI_PAPER_CLAIM.source in text
 
@@ -109,6 +124,17 @@ def test_per_layer_bars_follow_the_model():
     fig = figures(at)[1]
     cache = fig["data"][0]["y"]
     assert len(cache) == 61 and all(int(b) == MILLION * 576 * 2 for b in cache)
+    at.selectbox(key="memory_cost_layer_model").set_value("Kimi K3").run()
+    k3 = schedules.KIMI_K3_CONFIG
+    cache, state = (np.asarray(trace["y"]) for trace in figures(at)[1]["data"])
+    per_token = (k3["kv_lora_rank"] + k3["qk_rope_head_dim"]) * 2  # bf16
+    mla = np.array([p in k3["full_attn_layers"] for p in range(1, k3["num_hidden_layers"] + 1)])
+    assert (
+        len(cache) == k3["num_hidden_layers"] and np.all(cache[mla] == MILLION * per_token) and np.all(cache[~mla] == 0)
+    )
+    assert np.all(state[~mla] == footprints.footprint("kimi-k3", MILLION).per_layer[0].state_bytes) and np.all(
+        state[mla] == 0
+    )
 
 
 @pytest.mark.parametrize(
