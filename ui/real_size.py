@@ -47,6 +47,19 @@ of thousands of tokens. Here {m.label}'s own op runs in its chunked form at such
 from the page's seed, not set by the controls above: {real_size.inputs_text(stage_key)}
 """
     )
+    on, T, K = _controls(stage_key, cap)
+    if not on:
+        st.caption(f"Turn on **Run at real size** to run {m.label} over {T:,} tokens here.")
+        return
+    run = run_or_error(_run, stage_key, T, K, cap.scale_heads, seed())
+    if run is None:
+        return
+    _metrics(run)
+    _figures(stage_key, run)
+
+
+def _controls(stage_key: str, cap) -> tuple[bool, int, int]:
+    """The section's toggle, its T slider and its head-dim choice: (on, T, K)."""
     left, middle, right = controls_row(
         3, caps=[cap_note("Real-size T", cap.scale_T), head_dims_note(cap.scale_head_dims)]
     )
@@ -74,12 +87,11 @@ from the page's seed, not set by the controls above: {real_size.inputs_text(stag
         key=f"{stage_key}_scale_head_dim",
         bind="query-params",
     )
-    if not on:
-        st.caption(f"Turn on **Run at real size** to run {m.label} over {T:,} tokens here.")
-        return
-    run = run_or_error(_run, stage_key, T, K, cap.scale_heads, seed())
-    if run is None:
-        return
+    return on, T, K
+
+
+def _metrics(run: real_size.ScaleRun) -> None:
+    """The run's time, throughput, state and the cache it spares, and the checks it passed."""
     a, b, c, d = st.columns(4)
     a.metric(
         "one call of the op",
@@ -104,6 +116,10 @@ from the page's seed, not set by the controls above: {real_size.inputs_text(stag
         f"final state matches one call over the whole sequence to {run.err_segments:.1e}; the traced recurrence "
         f"matches the op's state after step {run.n_first - 1} to {run.err_first:.1e} (relative)."
     )
+
+
+def _figures(stage_key: str, run: real_size.ScaleRun) -> None:
+    """What can be drawn of the run: the first steps exactly, the whole run one point per segment."""
     n = run.segment_ends.size
     st.markdown(
         f"**What is drawn.** Exactly: every cell of head 0's state over the first {run.n_first} steps. Summarised: "

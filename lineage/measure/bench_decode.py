@@ -275,6 +275,27 @@ def measure_copy_bandwidth(
 # ---------------------------------------------------------------------------------------------------------
 
 
+def _largest_context(cfg, dev: torch.device, cap: int, max_context: int | None, heads: int, head_dim: int) -> int:
+    """The largest context a run measures: ``max_context`` if it fits the device's memory cap, else the budget's
+    (at most the cap's); a ValueError naming the cap when even one token, or ``max_context``, does not fit."""
+    cap_ctx = context_cap(cap, heads, head_dim)
+    if cap_ctx < 1:
+        raise ValueError(
+            f"heads={heads}, head_dim={head_dim}: even one token needs {memory_estimate(1, heads, head_dim):,} bytes, "
+            f"over the {dev.type} cap of {format_bytes(cap)}"
+        )
+    if max_context is None:
+        return min(cfg.max_context or cap_ctx, cap_ctx)
+    positive_int("max_context", max_context)
+    if max_context > cap_ctx:
+        raise ValueError(
+            f"max_context={max_context:,} needs {memory_estimate(max_context, heads, head_dim):,} bytes of "
+            f"benchmark memory on {dev.type}, over the cap of {format_bytes(cap)} (at most {cap_ctx:,} tokens at "
+            f"{heads} heads × {head_dim})"
+        )
+    return max_context
+
+
 def run_decode_benchmark(
     budget: str = "standard",
     *,
@@ -310,24 +331,7 @@ def run_decode_benchmark(
     dev = torch.device(device) if device is not None else get_device()
     info = device_info(dev)
     cap = memory_cap(dev)
-    cap_ctx = context_cap(cap, heads, head_dim)
-    if cap_ctx < 1:
-        raise ValueError(
-            f"heads={heads}, head_dim={head_dim}: even one token needs {memory_estimate(1, heads, head_dim):,} bytes, "
-            f"over the {dev.type} cap of {format_bytes(cap)}"
-        )
-    if max_context is not None:
-        positive_int("max_context", max_context)
-        if max_context > cap_ctx:
-            raise ValueError(
-                f"max_context={max_context:,} needs {memory_estimate(max_context, heads, head_dim):,} bytes of "
-                f"benchmark memory on {dev.type}, over the cap of {format_bytes(cap)} (at most {cap_ctx:,} tokens at "
-                f"{heads} heads × {head_dim})"
-            )
-        largest = max_context
-    else:
-        largest = min(cfg.max_context or cap_ctx, cap_ctx)
-    contexts = context_grid(largest, cfg.points)
+    contexts = context_grid(_largest_context(cfg, dev, cap, max_context, heads, head_dim), cfg.points)
     report = progress or (lambda fraction, message: None)
     gen = torch.Generator(device=dev).manual_seed(seed)
     started = time.perf_counter()
@@ -378,7 +382,7 @@ def run_decode_benchmark(
         head_dim=head_dim,
         dtype="fp32",
         cap_bytes=cap,
-        cap_context=cap_ctx,
+        cap_context=context_cap(cap, heads, head_dim),
         contexts=contexts,
         kv_seconds=np.stack(kv_seconds),
         kda_seconds=np.stack(kda_seconds),

@@ -313,30 +313,7 @@ def memory_by_stage(
     x = _check_1d("seq_lens", seq_lens)
     if not stage_bytes:
         raise ValueError("stage_bytes must hold at least one stage")
-    notes = dict(notes or {})
-    groups: dict[bytes, list[str]] = {}
-    curves = {}
-    for key, y in stage_bytes.items():
-        y = _check_1d(f"stage_bytes[{key!r}]", y, x.size).astype(np.float64)
-        curves[key] = y
-        groups.setdefault(y.tobytes(), []).append(key)
-    # each line: (name, end-label lines, y, line, marker)
-    lines = []
-    for keys in groups.values():
-        line, marker = stage_line(keys[0])
-        name = " · ".join(short_title(k) for k in keys)
-        names = [f'<span style="color:{stage_line(k)[0]["color"]}">{short_title(k)}</span>' for k in keys]
-        label = [" · ".join(names[i : i + NAMES_PER_ROW]) for i in range(0, len(names), NAMES_PER_ROW)]
-        label += [notes[k] for k in keys if notes.get(k)]
-        lines.append((keys[0], name, label, curves[keys[0]], line, marker))
-    if baseline is not None:
-        b_label, b_note, b_bytes = baseline
-        line, marker = mechanism_line("mla")
-        line["dash"] = "longdash"
-        b_bytes = _check_1d("baseline bytes", b_bytes, x.size).astype(np.float64)
-        coloured = f'<span style="color:{line["color"]}">{b_label}</span>'
-        lines.append(("mla", b_label, [coloured, b_note], b_bytes, line, marker))
-
+    lines = _stage_lines(x, stage_bytes, dict(notes or {}), baseline)
     data = [
         dict(
             type="scatter",
@@ -353,8 +330,63 @@ def memory_by_stage(
         )
         for group, name, _, y, line, marker in lines
     ]
+    all_y = np.concatenate([y for *_, y, _, _ in lines])
+    lo, hi = np.floor(np.log10(all_y.min())), np.ceil(np.log10(all_y.max()))
+    decades = 10.0 ** np.arange(lo, hi + 1)
+    pad = 0.02 * np.log10(x[-1] / x[0])  # set, not autoranged: autorange would make room for the end labels
+    layout = dict(
+        xaxis=dict(
+            type="log",
+            title=dict(text="context length (tokens)"),
+            range=[np.log10(x[0]) - pad, np.log10(x[-1]) + pad],
+        ),
+        yaxis=dict(
+            type="log",
+            title=dict(text="bytes one layer holds"),
+            tickvals=decades,
+            ticktext=[format_bytes(d) for d in decades],
+            range=[lo, hi],
+        ),
+        annotations=_end_labels(x, lines, together, (height - 70 - 90) / (hi - lo), lo),
+        hovermode="closest",
+        showlegend=False,
+    )
+    layout |= house_layout(title=title, height=height)
+    layout["margin"] = dict(l=90, r=LABELS_MARGIN_PX, t=70 if title else 30, b=70)
+    return figure(data, layout)
+
+
+def _stage_lines(x: np.ndarray, stage_bytes: Mapping[str, np.ndarray], notes: dict, baseline) -> list[tuple]:
+    """The lines of :func:`memory_by_stage`, stages with the same curve on one: (legend group, name, end-label rows,
+    y, line, marker) each, the baseline last."""
+    groups: dict[bytes, list[str]] = {}
+    curves = {}
+    for key, y in stage_bytes.items():
+        y = _check_1d(f"stage_bytes[{key!r}]", y, x.size).astype(np.float64)
+        curves[key] = y
+        groups.setdefault(y.tobytes(), []).append(key)
+    lines = []
+    for keys in groups.values():
+        line, marker = stage_line(keys[0])
+        name = " · ".join(short_title(k) for k in keys)
+        names = [f'<span style="color:{stage_line(k)[0]["color"]}">{short_title(k)}</span>' for k in keys]
+        label = [" · ".join(names[i : i + NAMES_PER_ROW]) for i in range(0, len(names), NAMES_PER_ROW)]
+        label += [notes[k] for k in keys if notes.get(k)]
+        lines.append((keys[0], name, label, curves[keys[0]], line, marker))
+    if baseline is not None:
+        b_label, b_note, b_bytes = baseline
+        line, marker = mechanism_line("mla")
+        line["dash"] = "longdash"
+        b_bytes = _check_1d("baseline bytes", b_bytes, x.size).astype(np.float64)
+        coloured = f'<span style="color:{line["color"]}">{b_label}</span>'
+        lines.append(("mla", b_label, [coloured, b_note], b_bytes, line, marker))
+    return lines
+
+
+def _end_labels(x: np.ndarray, lines: list[tuple], together: float, px_per_decade: float, lo: float) -> list[dict]:
+    """One label per cluster of line ends within a factor ``together`` of each other, spread so that none overlap,
+    each with an arrow to where its lines end."""
     ends = np.log10([y[-1] for *_, y, _, _ in lines])
-    # one label per cluster of line ends within `together` of each other
     order = np.argsort(ends)
     clusters: list[list[int]] = []
     for i in order:
@@ -362,10 +394,6 @@ def memory_by_stage(
             clusters[-1].append(int(i))
         else:
             clusters.append([int(i)])
-    all_y = np.concatenate([y for *_, y, _, _ in lines])
-    lo, hi = np.floor(np.log10(all_y.min())), np.ceil(np.log10(all_y.max()))
-    plot_px = height - 70 - 90
-    px_per_decade = plot_px / (hi - lo)
     texts, at, heights = [], [], []
     for cluster in clusters:
         rows = [row for i in sorted(cluster, key=lambda i: -ends[i]) for row in lines[i][2]]
@@ -377,7 +405,7 @@ def memory_by_stage(
         heights.append(LABEL_PX * sum(1 + row.count("<br>") for row in rows))
     true_px = [(a - lo) * px_per_decade for a in at]
     placed = _spread(true_px, heights)
-    annotations = [
+    return [
         dict(
             x=float(np.log10(x[-1])),
             y=a,
@@ -396,25 +424,3 @@ def memory_by_stage(
         )
         for t, a, p, q in zip(texts, at, placed, true_px, strict=True)
     ]
-    decades = 10.0 ** np.arange(lo, hi + 1)
-    pad = 0.02 * np.log10(x[-1] / x[0])  # set, not autoranged: autorange would make room for the end labels
-    layout = dict(
-        xaxis=dict(
-            type="log",
-            title=dict(text="context length (tokens)"),
-            range=[np.log10(x[0]) - pad, np.log10(x[-1]) + pad],
-        ),
-        yaxis=dict(
-            type="log",
-            title=dict(text="bytes one layer holds"),
-            tickvals=decades,
-            ticktext=[format_bytes(d) for d in decades],
-            range=[lo, hi],
-        ),
-        annotations=annotations,
-        hovermode="closest",
-        showlegend=False,
-    )
-    layout |= house_layout(title=title, height=height)
-    layout["margin"] = dict(l=90, r=LABELS_MARGIN_PX, t=70 if title else 30, b=70)
-    return figure(data, layout)

@@ -202,7 +202,12 @@ def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
             shape["line"] = {**line, "width": max(line["width"], 2.0)}
     # what the margins grew by comes on top of the height, so the plot area keeps its size
     layout["height"] += max(0, margin.get("t", 0) + margin.get("b", 0) - margins)
+    _project_traces(data, layout, p)
 
+
+def _project_traces(data: list[dict], layout: dict, p: Projection) -> None:
+    """:func:`project` on the traces: colour bars, cell and bar texts at projector sizes (a heatmap's cell text
+    dropped where it no longer fits its cell), lines thickened."""
     for trace in data:
         kind = trace.get("type", "scatter")
         marker = trace.get("marker") or {}

@@ -215,21 +215,9 @@ def story_memory(
             Cells beyond the range show its end colour and their value in the cell.
     """
     states = np.asarray(states, dtype=np.float64)
-    if states.ndim != 3 or states.shape[0] == 0:
-        raise ValueError(f"states must be a non-empty [T, K, V] array, got shape {states.shape}")
-    T, K, V = states.shape
-    for name, seq, n in (
-        ("row_labels", row_labels, K),
-        ("column_labels", column_labels, V),
-        ("step_labels", step_labels, T),
-        ("sentences", sentences, T),
-    ):
-        if len(seq) != n:
-            raise ValueError(f"{name} must have {n} entries, got {len(seq)}")
     held = dict(held or {})
-    for name, curve in held.items():
-        if np.shape(curve) != (T,):
-            raise ValueError(f"held[{name!r}] must be [T = {T}], got shape {np.shape(curve)}")
+    _check_story(states, row_labels, column_labels, step_labels, sentences, held)
+    T, K, V = states.shape
     keep = frame_indices(T)
     first = int(np.abs(keep - (T - 1 if start is None else start)).argmin())
     rows = list(range(K)) if scale_rows is None else list(scale_rows)
@@ -264,49 +252,7 @@ def story_memory(
         hovertemplate="S[key %{y}, value %{x}] = %{z:.3f}: how strongly key %{y} points to value %{x}<extra></extra>",
         name="state",
     )
-    data = [heat]
-    if held:
-        layout["xaxis2"].update(
-            title=dict(text="step (token)"),
-            **ticks,
-            range=[-0.5, T - 0.5],
-            tickangle=STEP_LABEL_ANGLE,
-        )
-        # the panel's title names the quantity; ticks in percent keep the gap to the heatmap's colour bar clear
-        layout["yaxis2"].update(range=[-0.25, 1.25], tickvals=[0, 0.5, 1], tickformat=".0%")
-        # answers that read back alike would hide one another: drawn a little apart, each naming the others
-        drawn, notes = spread_coinciding(held, offset=HELD_SPREAD)
-        # a direct label at the end of a line that stands for others: the group's first line names them all (keys).
-        # A line alone has its legend entry and no label: labels of nearby lines would run into each other.
-        end_label = {g[0]: ", ".join(n.split(" →")[0] for n in g) for g in coinciding_groups(held) if len(g) > 1}
-        end_below = _labels_below(end_label, drawn)
-        for i, (name, curve) in enumerate(held.items()):
-            line, marker = series_line(i)
-            finite = np.isfinite(curve)
-            last = int(np.flatnonzero(finite)[-1]) if finite.any() else -1
-            text = [end_label[name] if t == last and name in end_label else "" for t in range(T)]
-            data.append(
-                dict(
-                    type="scatter",
-                    mode="lines+markers+text",
-                    text=text,
-                    # inside the panel, above the line's end (below it where another label sits just above): no
-                    # margin to run off, and two labels of lines that end close together do not overprint
-                    textposition="bottom left" if name in end_below else "top left",
-                    cliponaxis=False,
-                    x=list(range(T)),
-                    y=[float(d) if ok else None for d, ok in zip(drawn[name], finite, strict=True)],
-                    customdata=[float(c) if ok else None for c, ok in zip(curve, finite, strict=True)],
-                    name=name,
-                    line=line,
-                    marker=marker | dict(size=6),
-                    xaxis="x2",
-                    yaxis="y2",
-                    hovertemplate=f"{name}<br>after step %{{x}}: %{{customdata:.0%}} read back"
-                    + (f"<br>({notes[name]})" if notes[name] else "")
-                    + "<extra></extra>",
-                )
-            )
+    data = [heat, *(_held_lines(held, layout, ticks, T) if held else [])]
     frames = []
     for j, t in enumerate(keep):
         trace = dict(type="heatmap", z=states[t], zmin=zmin, zmax=zmax)
@@ -321,6 +267,72 @@ def story_memory(
         layout["shapes"] = [step_marker_shape(int(keep[first]))]
     upright = ticks["ticktext"] if held else ()
     return _animated(data, layout, frames, keep, first, title=title, height=height, upright=upright)
+
+
+def _check_story(states, row_labels, column_labels, step_labels, sentences, held) -> None:
+    """story_memory's inputs agree in size: states [T, K, V], K row labels, V column labels, T steps and sentences, a
+    [T] curve per query."""
+    if states.ndim != 3 or states.shape[0] == 0:
+        raise ValueError(f"states must be a non-empty [T, K, V] array, got shape {states.shape}")
+    T, K, V = states.shape
+    for name, seq, n in (
+        ("row_labels", row_labels, K),
+        ("column_labels", column_labels, V),
+        ("step_labels", step_labels, T),
+        ("sentences", sentences, T),
+    ):
+        if len(seq) != n:
+            raise ValueError(f"{name} must have {n} entries, got {len(seq)}")
+    for name, curve in held.items():
+        if np.shape(curve) != (T,):
+            raise ValueError(f"held[{name!r}] must be [T = {T}], got shape {np.shape(curve)}")
+
+
+def _held_lines(held: Mapping[str, np.ndarray], layout: dict, ticks: dict, T: int) -> list[dict]:
+    """story_memory's right panel: its axes set in ``layout``, and one line per query of the share it holds."""
+    out = []
+    layout["xaxis2"].update(
+        title=dict(text="step (token)"),
+        **ticks,
+        range=[-0.5, T - 0.5],
+        tickangle=STEP_LABEL_ANGLE,
+    )
+    # the panel's title names the quantity; ticks in percent keep the gap to the heatmap's colour bar clear
+    layout["yaxis2"].update(range=[-0.25, 1.25], tickvals=[0, 0.5, 1], tickformat=".0%")
+    # answers that read back alike would hide one another: drawn a little apart, each naming the others
+    drawn, notes = spread_coinciding(held, offset=HELD_SPREAD)
+    # a direct label at the end of a line that stands for others: the group's first line names them all (keys).
+    # A line alone has its legend entry and no label: labels of nearby lines would run into each other.
+    end_label = {g[0]: ", ".join(n.split(" →")[0] for n in g) for g in coinciding_groups(held) if len(g) > 1}
+    end_below = _labels_below(end_label, drawn)
+    for i, (name, curve) in enumerate(held.items()):
+        line, marker = series_line(i)
+        finite = np.isfinite(curve)
+        last = int(np.flatnonzero(finite)[-1]) if finite.any() else -1
+        text = [end_label[name] if t == last and name in end_label else "" for t in range(T)]
+        out.append(
+            dict(
+                type="scatter",
+                mode="lines+markers+text",
+                text=text,
+                # inside the panel, above the line's end (below it where another label sits just above): no
+                # margin to run off, and two labels of lines that end close together do not overprint
+                textposition="bottom left" if name in end_below else "top left",
+                cliponaxis=False,
+                x=list(range(T)),
+                y=[float(d) if ok else None for d, ok in zip(drawn[name], finite, strict=True)],
+                customdata=[float(c) if ok else None for c, ok in zip(curve, finite, strict=True)],
+                name=name,
+                line=line,
+                marker=marker | dict(size=6),
+                xaxis="x2",
+                yaxis="y2",
+                hovertemplate=f"{name}<br>after step %{{x}}: %{{customdata:.0%}} read back"
+                + (f"<br>({notes[name]})" if notes[name] else "")
+                + "<extra></extra>",
+            )
+        )
+    return out
 
 
 def attention_story(
