@@ -38,6 +38,8 @@ LAYERS = {  # the table of docs/ARCHITECTURE.md, "Layers and the import rule"
     "train": 6,
     "teach": 7,
     "plots": 8,
+    # 8.5 the static site: a build above the plots and the teaching text (python -m lineage site)
+    "site": 8.5,
     # 9 the command line
     "__main__": 9,
 }

@@ -125,7 +125,7 @@ class LinearMemoryMixer(nn.Module):
             self.convs = nn.ModuleDict(
                 {n: ShortConv(c, cfg.conv_size) for n, c in (("q", H * K), ("k", H * K), ("v", H * V))}
             )
-        if self.entry.rule == "delta":
+        if self.entry.takes("beta"):  # its op takes a write strength (the op contract): the layer computes one
             self.b_proj = nn.Linear(D, H, bias=True)
         if self.entry.gate == "scalar":  # Mamba-2 style: Δ = softplus(W x + dt_bias), log α = −exp(A_log) Δ
             self.a_proj = nn.Linear(D, H, bias=False)
@@ -164,7 +164,7 @@ class LinearMemoryMixer(nn.Module):
             else:  # GLA: log σ(W↑W↓x) / τ with τ = 16 keeps decays near 1 at initialisation
                 g = F.logsigmoid(raw) / 16.0
             g = self._heads(g, K)
-        if m.rule == "delta":
+        if m.takes("beta"):
             beta = torch.sigmoid(self.b_proj(x)).transpose(1, 2)  # (B, H, T)
         return g, beta
 
