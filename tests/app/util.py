@@ -13,6 +13,8 @@ import numpy as np
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
+from lineage.mechanisms import linear_mechanisms
+from lineage.stages import all_stages
 from lineage.teach import claims
 from lineage.teach.story import make_story
 from lineage.teach.story_text import parse_story
@@ -196,8 +198,8 @@ def rendered_markdown(at: AppTest) -> list[str]:
 # ---- a written story (issue 25) -------------------------------------------------------------------------------------
 
 TEXT = "*me = Al\nAda = Paris, Bo = Rome\n...\n|\nCy = tea, Cy = jazz, Cy = milk"
-LINEAR = ["linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda"]
-STAGES = ["gpt2", "kv_cache", *LINEAR, "hybrid"]
+LINEAR = [m.key for m in linear_mechanisms()]  # the linear-memory stages, from the table
+STAGES = [s.key for s in all_stages()]
 
 
 def written(text: str = TEXT):
