@@ -70,6 +70,14 @@ def test_a_story_without_an_overwrite_cannot_test_the_claim():
     assert aa.old_and_new_over_time(run) == {}
 
 
+def test_an_old_value_cleared_before_the_overwrite_leaves_nothing_to_test():
+    """Ada = Paris, then the switch wipes topic A, then Ada = Oslo: both memories have lost Paris before the
+    overwrite, so the story cannot tell erase from write apart, and the claim says so instead of holding."""
+    parsed, _ = parse_story("*name = Kim\nAda = Paris\nBo = Rome\n|\nAda = Oslo\nDee = tea", max_tokens=50)
+    claim = aa.erase_write_claim(aa.run_on_story(32, 8, 8, erase=1.0, write=0.5, written=story_link(parsed)))
+    assert not claim.testable and "Nothing of Ada → Paris is left" in claim.missing
+
+
 @pytest.mark.parametrize("name, value", [("erase", 1.5), ("write", -0.1), ("erase", True)])
 def test_gates_outside_the_unit_interval_are_named(name, value):
     kw = {"erase": 1.0, "write": 0.5, name: value}

@@ -145,6 +145,13 @@ def erase_write_claim(run: EraseWriteRun) -> StageClaim:
         missing = f"To test it, {NEEDS_OVERWRITE}."
         return StageClaim("gated_deltanet2", CLAIM, LABEL, float("nan"), "—", False, missing, "", missing)
     old, new, end = story.overwritten_value, q.expected, story.T - 1
+    t = story.overwrite_step
+    if t == 0 or abs(blend(answer(run.states, run.k, story, q.key, t - 1), story)[old]) <= HELD_TOL:
+        missing = (
+            f"Nothing of {q.key} → {old} is left when {new} is written (a gate cleared it), so there is nothing to "
+            f"erase. To test it, write {q.key} = {new} while {old} is still held, with no topic switch between."
+        )
+        return StageClaim("gated_deltanet2", CLAIM, LABEL, float("nan"), "—", False, missing, "", missing)
     ours = blend(answer(run.states, run.k, story, q.key, end), story)
     theirs = blend(answer(run.kda_states, run.k, story, q.key, end), story)
     left, kda_left = abs(ours[old]), abs(theirs[old])  # a negative share of the old value is no cleaner
