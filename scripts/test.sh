@@ -81,6 +81,9 @@ say "ruff"
 "$PY" -m ruff format --check .
 say "python -m lineage verify"
 "$PY" -m lineage verify > /dev/null || { "$PY" -m lineage verify; exit 1; }
+say "python -m lineage site --out artifacts/site (the static site builds)"
+rm -rf artifacts/site
+"$PY" -m lineage site --out artifacts/site > /dev/null || exit 1
 say "pytest ${PYTEST_ARGS[*]:-} $*"
 status=0
 "$PY" -m pytest ${PYTEST_ARGS[@]+"${PYTEST_ARGS[@]}"} "$@" || status=$?  # (bash 3.2, macOS: no empty "${a[@]}")

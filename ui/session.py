@@ -4,6 +4,8 @@ the Live benchmark, which Memory & cost offers."""
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 from lineage.device import device_info
@@ -86,7 +88,19 @@ def sidebar_controls() -> None:
         st.caption(device_label())
         seed_control()
         presenter_toggle()
+        site_link()
     story_to_link()  # the written story every stage page runs, kept in the URL on every page like the seed
+
+
+SITE_URL_ENV = "LINEAGE_SITE_URL"  # where the lecture's static site is published (python -m lineage site), if anywhere
+
+
+def site_link() -> None:
+    """A link to the lecture as a static site, where the host has published one (``$LINEAGE_SITE_URL``, http or
+    https); nothing otherwise."""
+    url = os.environ.get(SITE_URL_ENV, "").strip()
+    if url.startswith(("https://", "http://")):
+        st.link_button("The lecture as a static site", url, help="Every page of the tour, no Python behind it")
 
 
 MEASURED_BANDWIDTH_KEY = "_measured_bandwidth"  # set by the Live benchmark page, offered by Memory & cost
