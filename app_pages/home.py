@@ -153,19 +153,26 @@ for col, stage in zip(st.columns(len(outside), border=True), outside, strict=Tru
     stage_cell(col, stage)
 
 ratio = footprints.lineage_ratio()
-st.subheader(f"{int(ratio.ratio_to_nominal):,} GPT-2s?")  # the article's title; the metrics below name both counts
-gpt2, k3 = footprints.PARAMETER_FACTS["gpt2"], footprints.PARAMETER_FACTS["kimi-k3"]
+st.subheader(f"{int(ratio.article_to_nominal):,} GPT-2s?")  # the article's title; the metrics below name both counts
+gpt2 = footprints.PARAMETER_FACTS["gpt2"]
+k3, k3_article = footprints.PARAMETER_FACTS["kimi-k3"], footprints.PARAMETER_FACTS["kimi-k3-article"]
 r1, r2, r3, r4 = st.columns(4)
 r1.metric("GPT-2 parameters", f"{gpt2.parameters:,}", help=f"{gpt2.how}: {gpt2.source}")
-r2.metric("Kimi K3 parameters", f"{k3.parameters:,}", help=f"{k3.how}: {k3.source}")
-r3.metric("GPT-2s in one Kimi K3 (nominal)", f"{int(ratio.ratio_to_nominal):,}", help=ledger.RATIO_NOMINAL)
-r4.metric("GPT-2s in one Kimi K3 (exact)", f"{ratio.ratio_to_computed:,.0f}", help=ledger.RATIO_EXACT)
+r2.metric("Kimi K3 parameters (its config)", f"{k3.parameters:,}", help=f"{k3.how}: {k3.source}")
+r3.metric("GPT-2s in one Kimi K3 (the article's)", f"{int(ratio.article_to_nominal):,}", help=ledger.RATIO_NOMINAL)
+r4.metric("GPT-2s in one Kimi K3 (its config's)", f"{int(ratio.config_to_nominal):,}", help=ledger.RATIO_CONFIG)
 st.markdown(
     f"""
-The article this app follows puts **{int(ratio.ratio_to_nominal):,}** in its title: {ledger.RATIO_NOMINAL}
-({ratio.ratio_to_nominal:,.1f}, with the decimals dropped). The app also gives
-**{ratio.ratio_to_computed:,.0f}**: {ledger.RATIO_EXACT}. Both are right; they divide by different counts of
-GPT-2. Either way, parameters are not the story told here: the mechanisms of memory are.
+The article this app follows puts **{int(ratio.article_to_nominal):,}** in its title:
+{ratio.arithmetic(ratio.k3_article, ratio.gpt2_nominal)}, with the decimals dropped ({ledger.RATIO_NOMINAL}).
+K3's configuration is public now, and the count stated with it is {k3.parameters / 1e12:g}T, which the article
+rounds to {k3_article.parameters / 1e12:g}T: {ratio.arithmetic(ratio.k3_config, ratio.gpt2_nominal)}, so
+**{int(ratio.config_to_nominal):,}**. Over GPT-2's exact {gpt2.parameters:,} parameters, counted from its config,
+the two give {ratio.config_to_exact:,.0f} and {ratio.article_to_exact:,.0f}. Either way, parameters are not the story
+told here: the mechanisms of memory are.
 """
 )
-st.caption(f"GPT-2: {gpt2.how}. Kimi K3: **{k3.how}** — {k3.source}.")
+st.caption(
+    f"GPT-2: {gpt2.how}. Kimi K3: **{k3.how}** — {k3.source}. The article's {k3_article.parameters / 1e12:g}T: "
+    f"**{k3_article.how}** — {k3_article.source}."
+)

@@ -1,7 +1,7 @@
 """One voice across the pages: every figure on every page keeps the house vocabulary (mechanism colours for
 mechanisms only, S_t on its one scale, no line hidden under another unsaid), and the quantities that appear on more
-than one page show one value each — or name the variant they are (22,580 nominal, 22,501 exact; the hybrid's saving
-"cache only" or "cache and KDA states")."""
+than one page show one value each — or name the variant they are (22,580 from the article's count, 22,419 from K3's
+config's; the hybrid's saving "cache only" or "cache and KDA states")."""
 
 from __future__ import annotations
 
@@ -59,22 +59,19 @@ def _all(pages, pattern: str) -> list[tuple[str, tuple]]:
     return [(p, m.groups()) for p in pages for t in texts(page(p)) for m in re.finditer(pattern, t)]
 
 
-def test_gpt2s_in_k3_one_value_per_variant_and_every_value_named():
-    """Home's metrics and prose and the ledger's row: 22,580 is "nominal" and 22,501 "exact" wherever they appear."""
-    found = [(v, k) for p, (k, v) in _all(("home",), r"\((nominal|exact)\): (22,5\d\d)\b")]  # home's two metrics
-    found += [g for _, g in _all(("home",), r"\*\*(22,5\d\d)\*\*[^*]{0,40}?\b(nominal|exact)\b")]  # home's prose
-    found += [g for _, g in _all(("ledger",), r"(22,5\d\d)× (nominal|exact)\b")]  # the ledger's row
-    by_variant: dict[str, set[str]] = {}
-    for value, variant in found:
-        by_variant.setdefault(variant, set()).add(value)
-    assert set(by_variant) == {"nominal", "exact"}, found
-    assert all(len(v) == 1 for v in by_variant.values()), by_variant
-    assert by_variant["nominal"] != by_variant["exact"]
-    assert len(found) >= 6, found  # two metrics, two sentences, two ledger figures
-    for p in ("home", "ledger"):  # no text shows either count without saying which it is
+def test_gpt2s_in_k3_one_value_per_count_and_every_value_named():
+    """Home's metrics and prose and the ledger's rows: the article's 22,580 (2.8T / 124M) and K3's config count's
+    22,419 (2.78T / 124M) are one value each wherever they appear, and no text shows such a ratio without its count."""
+    metrics = dict(g for _, g in _all(("home",), r"\((the article's|its config's)\): (22,\d\d\d)\b"))
+    ledger = {count: value for _, (value, count) in _all(("ledger",), r"(22,\d\d\d)×: (2\.78T|2\.8T) / 124M")}
+    assert metrics == {"the article's": ledger["2.8T"], "its config's": ledger["2.78T"]}, (metrics, ledger)
+    assert ledger["2.8T"] == "22,580" != ledger["2.78T"]
+    prose = {value for _, (value,) in _all(("home",), r"\*\*(22,\d\d\d)\*\*")}
+    assert prose == set(ledger.values()), prose
+    for p in ("home", "ledger"):  # no text shows a ratio without saying which count it divides
         for t in texts(page(p)):
-            if re.search(r"\b22,5\d\d", t):
-                assert "nominal" in t or "exact" in t, (p, t)
+            if re.search(r"\b22,\d\d\d", t):
+                assert re.search(r"2\.78T|2\.8T|article's|config's", t), (p, t)
 
 
 def test_kimi_linears_saving_one_value_per_variant():
@@ -83,7 +80,12 @@ def test_kimi_linears_saving_one_value_per_variant():
     pattern = r"−(\d+\.\d)% (cache only|cache and KDA states)"
     home = [t for t in texts(page("home")) if "Kimi Linear's own schedule" in t]
     assert home
-    ledger = [t for t in texts(page("ledger")) if "7 MLA of 27" in t or "Kimi Linear" in t]
+    ledger = [  # the rows about Kimi Linear's schedule (Kimi K3's rows have savings of their own)
+        row
+        for t in texts(page("ledger"))
+        for row in t.splitlines()
+        if ("7 MLA of 27" in row or "Kimi Linear" in row) and "Kimi K3" not in row
+    ]
     memory = [t for t in texts(page("memory_cost"))]
     by_variant: dict[str, set[str]] = {}
     for t in home:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lineage import stages
+from lineage import schedules, stages
 from lineage.measure import footprints
 from lineage.plots.memory import short_title
 from tests.app.util import figure, markdown_table, metrics, run_page
@@ -22,11 +22,14 @@ def test_home_page():
     assert [r["Cost introduced"] for r in rows] == [s.cost_introduced for s in stages.all_stages()]
     assert not at.table and not at.dataframe  # the home page loads no Arrow table machinery before its chart
 
-    ratio = footprints.lineage_ratio()
-    assert metrics(at)["GPT-2s in one Kimi K3 (exact)"] == f"{ratio.ratio_to_computed:,.0f}"
-    assert metrics(at)["GPT-2s in one Kimi K3 (nominal)"] == f"{int(ratio.ratio_to_nominal):,}"  # the article's
-    assert any(f"**{int(ratio.ratio_to_nominal):,}**" in m.value for m in at.markdown)
-    assert any("secondary source" in c.value for c in at.caption)
+    k3 = schedules.KIMI_K3_CONFIG["total_params"]
+    assert metrics(at)["Kimi K3 parameters (its config)"] == f"{k3:,}"
+    assert metrics(at)["GPT-2s in one Kimi K3 (its config's)"] == f"{int(k3 / 124e6):,}"  # 2.78T / 124M
+    assert metrics(at)["GPT-2s in one Kimi K3 (the article's)"] == f"{int(2.8e12 / 124e6):,}" == "22,580"
+    text = " ".join(m.value for m in at.markdown)
+    assert f"2.78T / 124M = {k3 / 124e6:,.1f}" in text and f"2.8T / 124M = {2.8e12 / 124e6:,.1f}" in text
+    assert f"**{int(k3 / 124e6):,}**" in text and f"{k3 / 124_439_808:,.0f}" in text
+    assert any("secondary source" in c.value and "2607.24653" in c.value for c in at.caption)
 
     registered = {entry.stage: entry for entry in PAGES if entry.stage}
     links = {link.proto.page for link in at.get("page_link")}

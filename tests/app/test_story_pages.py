@@ -107,7 +107,7 @@ def test_hybrid_opens_with_the_needle_and_extends_the_decode_to_the_crossing():
 def test_ledger_rows_follow_the_inputs():
     at = run_page("ledger")
     text = " ".join(m.value for m in at.markdown)
-    assert "−74.1% cache" in text and "22,580" in text and "not public" in text
+    assert "−74.1% cache" in text and "22,580" in text and "not strictly 3:1" in text
     at.select_slider(key="ledger_every").set_value(2)
     rerun(at)
     text = " ".join(m.value for m in at.markdown)
