@@ -127,10 +127,10 @@ def inputs_text(mechanism: str) -> str:
     parts = ["q, k, v ~ N(0, 1)" + (", q and k L2-normalised as the stage's layer does" if m.layer.l2norm else "")]
     if m.layer.feature_map is not None:
         parts.append(f"the op applies its feature map ({m.layer.feature_map}) to q and k")
-    if m.gate != "none":
-        where = "per key channel" if m.gate == "channel" else "per head"
+    if m.takes("g"):  # the tensors of its op contract, as layer_inputs draws them
+        where = "per key channel" if m.input_dims("g")[-1] == "K" else "per head"
         parts.append(f"one gate {where} and step, g = logsigmoid(N(0, 1)) / {GATE_DIVISOR:g}")
-    if m.rule == "delta":
+    if m.takes("beta"):
         parts.append("β = sigmoid(N(0, 1)) per head and step")
     return "; ".join(parts) + "."
 
@@ -217,7 +217,7 @@ def run_at_scale(
         output_mean=torch.stack(out_mean).cpu().numpy(),
         output_max=torch.stack(out_max).cpu().numpy(),
         first_states=first_states,
-        first_decay=None if m.gate == "none" else trace.decay[0, 0],
+        first_decay=trace.decay[0, 0] if m.takes("g") else None,
         err_first=rel_rms(torch.from_numpy(first_states[-1]), op_state[0, 0]),
         err_segments=rel_rms(segmented, whole),
         seconds=float(np.median(times)),
