@@ -5,44 +5,25 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import plots
-from lineage.ops.io_cost import recompute_generation_cost
-from lineage.ops.softmax import CausalSelfAttention, decode_recompute
 from lineage.plots.story import attention_story
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import MIN_T, story_for
 from ui.caps import caps
 from ui.controls import cap_note, capped_slider, controls_row, step_control, written_length_note
-from ui.display import chart, prose, show_code, stage_header, what_to_notice
+from ui.display import chart, what_to_notice
 from ui.running import run_or_stop
 from ui.session import seed
+from ui.stage_page import open_stage_page
 from ui.story import (
-    equation_panel,
     inputs_choice,
     show_claim,
     story_input,
     story_key,
     story_only,
-    top_slot,
     written_link,
 )
 
-stage_header("gpt2")
-top = top_slot()
-prose(
-    """
-GPT-2 writes text one token at a time, and every new token is allowed to look at all the tokens before it. Each
-attention head turns a token into a query, a key and a value; the newest query is compared with every key, the
-scores go through a softmax, and the weights mix the values. The lookup is exact: any earlier token can be found,
-however far back.
-
-The catch is what happens between tokens. Run naively, the model keeps nothing: to produce token N it feeds all N
-tokens through the layer again, projecting N rows of queries, keys and values, although N − 1 of those rows are
-identical to the ones it computed one step earlier. Only the last row is new. The work per token therefore grows
-with the length of the text, and a whole generation costs 1 + 2 + … + N rows: quadratic in N.
-"""
-)
-equation_panel("gpt2")
-show_code(decode_recompute, CausalSelfAttention.forward, recompute_generation_cost)
+top = open_stage_page("gpt2")
 
 cap = caps()
 inputs = inputs_choice("gpt2")

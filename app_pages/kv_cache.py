@@ -6,45 +6,27 @@ import streamlit as st
 
 from lineage import plots
 from lineage.measure import footprints
-from lineage.ops.kv_cache import KVCache
-from lineage.ops.softmax import decode_step, tiled_softmax_attention
+from lineage.ops.softmax import tiled_softmax_attention
 from lineage.plots.palette import MEMORY_COLOURS
 from lineage.plots.story import attention_story
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import MIN_T, story_for
 from ui.caps import caps
 from ui.controls import cap_note, capped_slider, controls_row, step_control, written_length_note
-from ui.display import chart, prose, show_code, stage_header, what_to_notice
+from ui.display import chart, prose, show_code, what_to_notice
 from ui.running import run_or_stop
 from ui.session import seed
+from ui.stage_page import open_stage_page
 from ui.story import (
-    equation_panel,
     inputs_choice,
     show_claim,
     story_input,
     story_key,
     story_only,
-    top_slot,
     written_link,
 )
 
-stage_header("kv_cache")
-top = top_slot()
-prose(
-    """
-GPT-2 without a cache threw away the keys and values of the prefix after every token, then computed them again.
-In a causal model they cannot change — token 3's key is the same whether 10 or 10,000 tokens follow — so the fix
-is to keep them. Each step projects the new token once, appends its key and value to the cache, and lets the new
-query attend to everything stored. The work per token drops from N rows to one.
-
-The cost moves from arithmetic to memory. The cache holds two vectors per token, per head, per layer, for as long
-as the text lasts, so it grows in a straight line with the context. And every decoding step reads the whole of it
-to compute one new token, so at long context the speed of a step is set by how fast memory can be read, not by how
-fast the chip can multiply.
-"""
-)
-equation_panel("kv_cache")
-show_code(KVCache.append, decode_step)
+top = open_stage_page("kv_cache")
 
 cap = caps()
 inputs = inputs_choice("kv_cache")

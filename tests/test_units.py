@@ -25,6 +25,14 @@ def test_every_stage_has_one_unit_with_its_page_and_equation(stage_key):
     assert u.equation.text  # the equation the page shows beside its code
 
 
+@pytest.mark.parametrize("stage_key", ["gpt2", "kv_cache"])
+def test_a_softmax_stage_unit_holds_its_prose_and_the_decode_code_it_shows(stage_key):
+    u = units.unit(stage_key)
+    assert len(u.prose.split()) > 50 and u.code and u.code_title == units.SOFTMAX_CODE_TITLE
+    assert all(obj.__module__.startswith("lineage.ops.") for obj in u.code), "the code shown is the ops' own"
+    assert u.claim is None
+
+
 @pytest.mark.parametrize("stage_key", LINEAR)
 def test_a_linear_stage_unit_holds_its_prose_code_and_claim(stage_key):
     u = units.unit(stage_key)

@@ -1,8 +1,9 @@
-"""The parts every linear-memory stage page shares, run per stage: its opening and its close.
+"""The parts the stage pages share, run per stage: their opening, and a linear-memory stage's close.
 
 A stage page (``app_pages/<stage>.py``) reads top to bottom: :func:`open_stage_page` (the header, the slot its claim
-and story chart fill once the run is done, the stage's prose, its equation beside the code, the op's source), then
-its own controls, run and figures, then :func:`close_stage_page` (the stage "at real size", what to notice). What each
+and story chart fill once the run is done, the stage's prose, its equation beside the code, the code's source; every
+stage with prose in its unit: the softmax stages and the six linear ones), then its own controls, run and figures,
+then, on a linear-memory stage, :func:`close_stage_page` (the stage "at real size", what to notice). What each
 part says comes from the stage's unit (:func:`lineage.teach.units.unit`): its prose, the code it shows, its equation.
 """
 
@@ -15,7 +16,7 @@ from ui.story import equation_panel, top_slot
 
 
 def open_stage_page(stage_key: str):
-    """The top of a linear-memory stage's page; returns the slot (``ui.story.top_slot``) its claim goes in."""
+    """The top of a stage's page; returns the slot (``ui.story.top_slot``) its claim goes in."""
     u = unit(stage_key)
     stage_header(stage_key)
     top = top_slot()

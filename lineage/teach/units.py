@@ -20,7 +20,10 @@ from pathlib import Path
 
 from lineage import stages
 from lineage.mechanisms import mechanism
+from lineage.ops.io_cost import recompute_generation_cost
+from lineage.ops.kv_cache import KVCache
 from lineage.ops.recurrence import parallel_memory
+from lineage.ops.softmax import CausalSelfAttention, decode_recompute, decode_step
 from lineage.teach import claims
 from lineage.teach.equations import StageEquation, equation
 from lineage.teach.story import Story
@@ -77,6 +80,7 @@ class StageUnit:
     prose: str = ""  # the narrative its page opens with (Markdown)
     code: tuple = ()  # what its page shows of the source, under the equation (default: its mechanism's op)
     claim: ClaimRecipe | None = None  # how its page proves its claim on the story (linear-memory stages)
+    shown_as: str = ""  # the title over the code it shows, where it is not the op's (default: code_title's)
 
     @property
     def page(self) -> str:
@@ -94,10 +98,34 @@ class StageUnit:
     @property
     def code_title(self) -> str:
         """The title over the code it shows: the op, and its T × T form when that is shown too."""
+        if self.shown_as:
+            return self.shown_as
         return "The whole op" + (" and its T × T form" if parallel_memory in self.code else "")
 
 
 _PROSE = {
+    "gpt2": """
+GPT-2 writes text one token at a time, and every new token is allowed to look at all the tokens before it. Each
+attention head turns a token into a query, a key and a value; the newest query is compared with every key, the
+scores go through a softmax, and the weights mix the values. The lookup is exact: any earlier token can be found,
+however far back.
+
+The catch is what happens between tokens. Run naively, the model keeps nothing: to produce token N it feeds all N
+tokens through the layer again, projecting N rows of queries, keys and values, although N − 1 of those rows are
+identical to the ones it computed one step earlier. Only the last row is new. The work per token therefore grows
+with the length of the text, and a whole generation costs 1 + 2 + … + N rows: quadratic in N.
+""",
+    "kv_cache": """
+GPT-2 without a cache threw away the keys and values of the prefix after every token, then computed them again.
+In a causal model they cannot change — token 3's key is the same whether 10 or 10,000 tokens follow — so the fix
+is to keep them. Each step projects the new token once, appends its key and value to the cache, and lets the new
+query attend to everything stored. The work per token drops from N rows to one.
+
+The cost moves from arithmetic to memory. The cache holds two vectors per token, per head, per layer, for as long
+as the text lasts, so it grows in a straight line with the context. And every decoding step reads the whole of it
+to compute one new token, so at long context the speed of a step is set by how fast memory can be read, not by how
+fast the chip can multiply.
+""",
     "linear_attention": """
 A KV cache keeps every key and value because softmax needs them all: exp(q·k) has to be evaluated for each stored
 key, one by one. Katharopoulos et al. (2020) replaced that kernel with a plain dot product of features,
@@ -166,9 +194,18 @@ def _linear_unit(stage_key: str, recipe: ClaimRecipe, *, parallel: bool = False)
     return StageUnit(stage_key, _PROSE[stage_key], (op, parallel_memory) if parallel else (op,), recipe)
 
 
+SOFTMAX_CODE_TITLE = "The code that runs"  # over the softmax pages' code: the decode loops, not one op
+
 _UNITS = {
     u.stage: u
     for u in (
+        StageUnit(
+            "gpt2",
+            _PROSE["gpt2"],
+            (decode_recompute, CausalSelfAttention.forward, recompute_generation_cost),
+            shown_as=SOFTMAX_CODE_TITLE,
+        ),
+        StageUnit("kv_cache", _PROSE["kv_cache"], (KVCache.append, decode_step), shown_as=SOFTMAX_CODE_TITLE),
         _linear_unit("linear_attention", ClaimRecipe(_linear, "deltanet", _defaults), parallel=True),
         _linear_unit("deltanet", ClaimRecipe(_deltanet, "linear_attention", _defaults)),
         _linear_unit("mamba2", ClaimRecipe(_forget, "mamba2", _gate_open), parallel=True),
