@@ -19,7 +19,7 @@ SUMMARIES = {
 
 
 def _add_train_parser(sub) -> None:
-    from lineage.train.loop import add_train_parser
+    from lineage.train.cli import add_train_parser
 
     add_train_parser(sub)
 
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if all(c.ok for c in checks) else 1
 
     if args.command == "train":
-        from lineage.train.loop import run_train_command
+        from lineage.train.cli import run_train_command
 
         return run_train_command(args, sub.choices["train"], typed)
 

@@ -25,6 +25,8 @@ FLAGS = {
     "max_seconds": "--seconds",
     "target_accuracy": "--target",
     "eval_every": "--eval-every",
+    "patience": "--patience",
+    "min_delta": "--min-delta",
     "mixer": "--mixers",
 }
 

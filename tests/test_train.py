@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -14,11 +14,12 @@ import torch
 from lineage.__main__ import main
 from lineage.models import lm
 from lineage.models.lm import LM, LMConfig, forms, learned_layers, loss_and_accuracy
-from lineage.train import sweep
-from lineage.train.loop import TrainConfig, TrainResult, sweep_points, train, training_throughput
+from lineage.train import loop, sweep
+from lineage.train.loop import TrainConfig, TrainResult, stopped_rising, sweep_points, train, training_throughput
 from lineage.train.tasks import IGNORE, TaskConfig, make_batch
 
 RECORD = Path(__file__).resolve().parents[1] / "data" / "learned_memory_sweep.jsonl"
+CAPACITY = RECORD.with_name("learned_memory_capacity.jsonl")
 
 # The tiny MQAR of the learning test: 4 pairs, vocabulary 32, 32 tokens. With the matched front end (the short
 # convolution on q, k, v for every mixer) softmax and DeltaNet are handed the previous token and pass 0.9 within a
@@ -77,6 +78,65 @@ def test_training_stops_at_the_step_and_second_caps_and_when_cancelled():
     cancelled = train(TINY, model, replace(base, max_steps=100), cancel=lambda: len(calls) > 0 or calls.append(1))
     assert cancelled.stopped == "cancelled" and cancelled.steps == 2
     assert cancelled.eval_step[-1] == 2, "a cancelled run still scores where it stopped"
+
+
+def test_stopped_rising_is_no_rise_of_min_delta_over_the_last_patience_evaluations():
+    assert not stopped_rising([0.1, 0.2, 0.3], patience=2, min_delta=0.01), "too few evaluations to judge"
+    assert stopped_rising([0.1, 0.5, 0.5, 0.505], patience=2, min_delta=0.01), "0.5 point is not a rise of 1"
+    assert not stopped_rising([0.1, 0.5, 0.5, 0.52], patience=2, min_delta=0.01), "2 points is"
+    assert stopped_rising([0.1, 0.6, 0.3, 0.55], patience=2, min_delta=0.01), "measured against the best before"
+    assert not stopped_rising([0.1, 0.1, 0.1, 0.1], patience=0, min_delta=0.01), "patience 0 never stops"
+
+
+def test_a_model_that_stops_rising_stops_on_a_plateau_and_one_still_rising_does_not():
+    base = TrainConfig(lr=1e-3, batch_size=64, max_steps=300, eval_every=10, target_accuracy=1.0, patience=4)
+    flat = train(TINY, replace(TINY_MODEL, mixer="identity"), base, seed=0)  # nothing to learn: it stalls
+    assert flat.stopped == "plateau" and flat.steps < 300
+    assert stopped_rising(flat.eval_accuracy, 4, 0.01) and not stopped_rising(flat.eval_accuracy[:-1], 4, 0.01)
+    learning = train(TINY, replace(TINY_MODEL, mixer="softmax"), replace(base, max_steps=120), seed=0)
+    assert learning.stopped == "max_steps", "softmax is still climbing at 120 steps: patience does not cut it"
+    with pytest.raises(ValueError, match="patience must be an integer ≥ 0"):
+        TrainConfig(patience=-1)
+    with pytest.raises(ValueError, match="min_delta must be in"):
+        TrainConfig(min_delta=0.0)
+
+
+def test_training_the_throughput_measure_and_the_sweep_estimate_run_the_one_train_step(monkeypatch):
+    """One step function: a count of its calls sees every step each of the three takes."""
+    calls = []
+    real = loop.train_step
+    monkeypatch.setattr(loop, "train_step", lambda *a: calls.append(1) or real(*a))
+    model = replace(TINY_MODEL, mixer="deltanet", d_model=32, n_heads=2)
+    cfg = TrainConfig(max_steps=3, eval_every=3, batch_size=4, eval_size=8, target_accuracy=1.0)
+    assert train(TINY, model, cfg).steps == 3 and len(calls) == 3
+    calls.clear()
+    training_throughput(TINY, model, cfg, repeats=1)
+    assert len(calls) >= 2, "at least one timed step of each form"
+    calls.clear()
+    sweep.step_seconds(TINY.to_dict(), model.to_dict(), asdict(cfg), steps=2)
+    assert len(calls) == 3, "one warm-up step and two timed"
+
+
+def test_the_short_convolution_is_the_causal_depthwise_convolution_forward_and_backward():
+    """The front end's shifted-slice sum against torch's own depthwise conv1d, values and gradients, with and
+    without the cached past inputs."""
+    from lineage.models.layers import ShortConv
+
+    torch.manual_seed(0)
+    conv = ShortConv(6, 4).double()
+    x = torch.randn(2, 9, 6, dtype=torch.float64, requires_grad=True)
+    past = torch.randn(2, 3, 6, dtype=torch.float64)
+    for before in (None, past):
+        y, kept = conv(x, before)
+        full = torch.cat([torch.zeros_like(past) if before is None else before, x], dim=1)
+        ref = torch.nn.functional.conv1d(full.transpose(1, 2), conv.weight[:, None, :], groups=6).transpose(1, 2)
+        torch.testing.assert_close(y, ref, rtol=0, atol=1e-12)
+        torch.testing.assert_close(kept, full[:, -3:], rtol=0, atol=0)
+        gy = torch.randn_like(y)
+        got = torch.autograd.grad(y, (x, conv.weight), gy)
+        want = torch.autograd.grad(ref, (x, conv.weight), gy)
+        for a, b in zip(got, want, strict=True):
+            torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
 
 
 def test_progress_reports_every_evaluation():
@@ -218,6 +278,39 @@ def test_the_recorded_sweep_is_what_the_command_produces():
     assert shared and all(abs(a - b) <= 1 / (cfg.eval_size * point.task["n_pairs"]) + 1e-9 for a, b in shared)
 
 
+@pytest.mark.skipif(not CAPACITY.exists(), reason="no capacity record in this copy")
+def test_the_capacity_record_is_what_its_command_produces():
+    """Re-run the first 30 steps of the capacity record's quickest point: the same losses come out."""
+    lines = sweep.read_results(CAPACITY)
+    assert lines and all(
+        r["run"]["command"].startswith("python -m lineage sweep data/learned_memory_capacity_grid.json") for r in lines
+    )
+    point = TrainResult.from_dict(min(lines, key=lambda r: r["result"]["cpu_seconds"] / r["result"]["steps"])["result"])
+    cfg = TrainConfig(**{**point.train, "max_steps": min(30, point.steps)})
+    again = train(TaskConfig(**point.task), LMConfig(**point.model), cfg, seed=point.seed, device="cpu")
+    torch.testing.assert_close(
+        torch.tensor(again.loss), torch.tensor(point.loss[: len(again.loss)]), rtol=1e-4, atol=1e-5
+    )
+
+
+@pytest.mark.skipif(not CAPACITY.exists(), reason="no capacity record in this copy")
+def test_the_capacity_record_holds_its_grid_points_in_order_of_priority_and_each_stopped_by_its_rule():
+    """Every point is a point of its grid and of the cluster grid, the record a prefix of the grid (one worker: at
+    most the point in flight is missing); each point stopped at its target, by the patience rule, or at its budget."""
+    grid, _ = sweep.points_of(sweep.read_grid(CAPACITY.with_name("learned_memory_capacity_grid.json")))
+    whole, _ = sweep.points_of(sweep.read_grid(CAPACITY.with_name("learned_memory_grid.json")))
+    lines = sweep.read_results(CAPACITY)
+    keys, grid_keys = [r["key"] for r in lines], [p.key for p in grid]
+    assert set(keys) <= set(grid_keys) <= {p.key for p in whole}
+    assert sorted(grid_keys.index(k) for k in keys) == list(range(len(keys))), "the first points of the grid"
+    for r in (line["result"] for line in lines):
+        cfg = TrainConfig(**r["train"])
+        rule = stopped_rising(r["eval_accuracy"], cfg.patience, cfg.min_delta)
+        assert r["stopped"] == (
+            "target" if r["accuracy"] >= cfg.target_accuracy else "plateau" if rule else "max_steps"
+        ), r["stopped"]
+
+
 def test_the_recorded_sweep_holds_the_cpu_grid_points_in_order_of_priority():
     """Every recorded point is a point of the CPU grid, and of the whole grid; the record is a prefix of the CPU
     grid's points up to the points in flight when it stopped (the pool runs them in order)."""
@@ -336,6 +429,9 @@ def test_the_command_writes_each_finished_model_at_once_and_ctrl_c_keeps_them(tm
         (["--repeats", "3"], "--repeats applies only with --throughput"),
         (["--throughput", "--out", "x.json"], "--out applies only when training"),
         (["--steps", "0"], "--steps must be >= 1, got 0"),
+        (["--patience", "-1"], "--patience must be an integer ≥ 0"),
+        (["--min-delta", "2"], "--min-delta must be in (0, 1)"),
+        (["--throughput", "--patience", "5"], "--patience applies only when training"),
         (["--out", "/no/such/folder/r.json"], "--out '/no/such/folder/r.json': the folder '/no/such/folder' does not"),
     ],
 )

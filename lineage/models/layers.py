@@ -60,8 +60,12 @@ class ShortConv(nn.Module):
         if past is None:
             past = x.new_zeros(B, self.size - 1, D)
         full = torch.cat([past.to(x.dtype), x], dim=1)  # (B, size − 1 + T, D)
-        windows = full.unfold(1, self.size, 1)  # (B, T, D, size)
-        y = (windows * self.weight.to(x.dtype)).sum(-1)
+        w = self.weight.to(x.dtype)
+        # y_t = Σ_i w_i · full_{t+i}: one shifted slice per tap, summed in tap order (what unfold-then-sum computes,
+        # without a strided [B, T, D, size] window tensor, the slow path of a training step on a CPU)
+        y = full[:, :T] * w[:, 0]
+        for i in range(1, self.size):
+            y = y + full[:, i : i + T] * w[:, i]
         return y, full[:, full.shape[1] - (self.size - 1) :]
 
 

@@ -3,12 +3,18 @@ reproducible.
 
 AdamW with a linear warm-up, a fresh batch every step from a seeded generator (the task is infinite), and a fixed
 held-out batch scored every ``eval_every`` steps. Training stops at the first of: the held-out accuracy reaching
-``target_accuracy``, ``max_steps``, ``max_seconds`` of wall time, or ``cancel()`` returning True. On the CPU the
-same seed gives the same loss at every step, bit for bit (same torch version, same thread count).
+``target_accuracy``, the accuracy no longer rising (``patience``: see :func:`stopped_rising`), ``max_steps``,
+``max_seconds`` of wall time, or ``cancel()`` returning True. On the CPU the same seed gives the same loss at every
+step, bit for bit (same torch version, same thread count).
+
+:func:`train_step` is the one training step: training, the throughput measure (:func:`training_throughput`) and the
+sweep's up-front estimate (:func:`lineage.train.sweep.step_seconds`) all run it, with the optimiser of
+:func:`optimiser`.
 
 :func:`train` returns a :class:`TrainResult` with the whole curve and everything needed to re-run it: the task
 and model configs, the training settings, seed, device, torch version, thread count and wall time.
-:func:`sweep` trains one model per (task, mixer) and is what ``python -m lineage train`` runs.
+:func:`sweep` trains one model per (task, mixer) and is what ``python -m lineage train`` runs
+(its command line: :mod:`lineage.train.cli`).
 """
 
 from __future__ import annotations
@@ -41,10 +47,18 @@ class TrainConfig:
     target_accuracy: float = 0.99  # … or once the held-out accuracy reaches this (1.0 never stops early)
     eval_every: int = 25  # steps between held-out evaluations (and progress reports)
     eval_size: int = 256  # held-out sequences
+    patience: int = 0  # … or once the last `patience` evaluations rose < min_delta above the best before (0: never)
+    min_delta: float = 0.01  # the rise, in accuracy (0.01 = one point), that counts as still learning
 
     def __post_init__(self):
         for name in ("warmup", "batch_size", "max_steps", "eval_every", "eval_size"):
             checks.positive_int(name, getattr(self, name))
+        if not (isinstance(self.patience, int) and self.patience >= 0):
+            raise ValueError(
+                f"patience must be an integer ≥ 0 (evaluations; 0: never stop early), got {self.patience!r}"
+            )
+        if not 0.0 < self.min_delta < 1.0:
+            raise ValueError(f"min_delta must be in (0, 1) (accuracy, 0.01 = one point), got {self.min_delta}")
         if not (self.lr > 0 and self.max_seconds > 0 and self.weight_decay >= 0):
             raise ValueError(
                 f"lr and max_seconds must be > 0 and weight_decay ≥ 0, got lr = {self.lr}, "
@@ -65,7 +79,7 @@ class TrainResult:
     threads: int
     machine: str
     steps: int  # steps taken
-    stopped: str  # "target" | "max_steps" | "max_seconds" | "cancelled"
+    stopped: str  # "target" | "plateau" | "max_steps" | "max_seconds" | "cancelled"
     wall_seconds: float
     accuracy: float  # held-out accuracy at the end
     best_accuracy: float
@@ -95,12 +109,40 @@ class TrainResult:
 
 Progress = Callable[[int, float, float], None]  # (step, training loss, held-out accuracy) at every evaluation
 
+# Patience and rise that judge whether a record without its own (one trained before ``patience`` existed) was still
+# learning when its budget ran out: the rule the capacity record trains with (data/learned_memory_capacity_grid.json)
+STILL_RISING = (8, 0.01)
 
-def _param_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
-    """Decay matrices (projections, embeddings); leave vectors and scalars (norms, biases, A_log, dt_bias) alone."""
+
+def stopped_rising(accuracies: Sequence[float], patience: int, min_delta: float) -> bool:
+    """Whether held-out accuracy has stopped rising: none of the last ``patience`` evaluations is ``min_delta`` or
+    more above the best one before them. False while fewer than ``patience`` + 1 evaluations exist (and for
+    ``patience`` 0). The rule is on the best so far, so one noisy low evaluation neither stops nor restarts it."""
+    if patience <= 0 or len(accuracies) <= patience:
+        return False
+    return max(accuracies[-patience:]) < max(accuracies[:-patience]) + min_delta
+
+
+def optimiser(
+    model: torch.nn.Module, cfg: TrainConfig
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW (betas 0.9, 0.98) with decoupled weight decay on matrices only (projections, embeddings; not norms,
+    biases, A_log, dt_bias), and its linear warm-up from 0 to ``cfg.lr`` over ``cfg.warmup`` steps."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
+    return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / cfg.warmup))
+
+
+def train_step(model: LM, opt: torch.optim.Optimizer, sched, tokens: torch.Tensor, targets: torch.Tensor) -> float:
+    """One training step on one batch: loss, backward, AdamW, warm-up. Returns the training loss."""
+    loss, _ = loss_and_accuracy(model(tokens), targets, IGNORE)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    sched.step()
+    return loss.item()
 
 
 def evaluate(model: LM, batch, device: torch.device) -> tuple[float, float]:
@@ -135,8 +177,7 @@ def train(
     dev = get_device() if device is None else torch.device(device)
     info = device_info(dev)
     model = LM(model_cfg, seed).to(dev)
-    opt = torch.optim.AdamW(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.98))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / cfg.warmup))
+    opt, sched = optimiser(model, cfg)
     stream = torch.Generator().manual_seed(int(seed))
     held_out = make_batch(task, cfg.eval_size, int(seed) + EVAL_SEED_OFFSET)
     result = TrainResult(
@@ -159,12 +200,7 @@ def train(
     start, cpu_start = time.perf_counter(), time.thread_time()
     for step in range(1, cfg.max_steps + 1):
         batch = make_batch(task, cfg.batch_size, stream)
-        loss, _ = loss_and_accuracy(model(batch.tokens.to(dev)), batch.targets.to(dev), IGNORE)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        result.loss.append(loss.item())
+        result.loss.append(train_step(model, opt, sched, batch.tokens.to(dev), batch.targets.to(dev)))
         result.steps = step
         elapsed = time.perf_counter() - start
         last = step == cfg.max_steps or elapsed >= cfg.max_seconds
@@ -180,6 +216,9 @@ def train(
             if acc >= cfg.target_accuracy:
                 result.stopped = "target"
                 break
+            if stopped_rising(result.eval_accuracy, cfg.patience, cfg.min_delta):
+                result.stopped = "plateau"
+                break
         if cancelled:
             result.stopped = "cancelled"
             break
@@ -192,10 +231,9 @@ def train(
 
 
 # The Learned memory page's default live run: MQAR with 2 pairs in 16 tokens, the recorded sweep's model with the
-# matched front end, lr 3e-3, to 90% held-out accuracy. With seed 0 on one thread softmax reached it at step 100,
-# DeltaNet at 150 and linear attention at 300 (tests/test_learned_live.py trains them); one step took 0.078, 0.108 and
-# 0.087 s of CPU time, so about 8, 16 and 26 s each on an idle core, inside the page's 45 s cap. (On the busy 2-core
-# machine that measured it, load average 12, the wall time was 10-20 times longer.)
+# matched front end, lr 3e-3, to 90% held-out accuracy within the page's 45 s cap (tests/test_learned_live.py trains
+# softmax, DeltaNet and linear attention to it; `python -m lineage train --throughput --seq-len 16 --n-pairs 2` times
+# a step of each).
 LIVE_TASK = TaskConfig("mqar", vocab_size=64, seq_len=16, n_pairs=2)
 LIVE_MODEL = LMConfig(vocab_size=64, max_len=64, d_model=64, n_layers=2, n_heads=4)
 LIVE_TRAINING = TrainConfig(lr=3e-3, batch_size=64, max_steps=400, max_seconds=45.0, target_accuracy=0.9)
@@ -237,7 +275,7 @@ def sweep(
     for i, point in enumerate(points):
         if on_start is not None:
             on_start(i, point)
-        mcfg = _model_for(point, model_cfg)
+        mcfg = model_for(point, model_cfg)
         results.append(train(point.task, mcfg, cfg, seed=seed, device=device, progress=progress, cancel=cancel))
         if on_finish is not None:
             on_finish(results[-1])
@@ -246,7 +284,7 @@ def sweep(
     return results
 
 
-def _model_for(point: SweepPoint, model_cfg: LMConfig) -> LMConfig:
+def model_for(point: SweepPoint, model_cfg: LMConfig) -> LMConfig:
     """``model_cfg`` with the point's mixer, sized to cover the point's task."""
     return replace(
         model_cfg,
@@ -264,9 +302,9 @@ def training_throughput(
     repeats: int = 5,
     device: torch.device | str | None = None,
 ) -> dict[str, float]:
-    """Tokens per second of one training step (forward, backward, AdamW) of one batch, with the linear layers in
-    their chunked form and in their step-by-step recurrent form: medians of ``repeats`` steps each, timed in
-    interleaved rounds by the package's one timer (:mod:`lineage.measure.timing`)."""
+    """Tokens per second of one training step (:func:`train_step`: forward, backward, AdamW, warm-up) of one batch,
+    with the linear layers in their chunked form and in their step-by-step recurrent form: medians of ``repeats``
+    steps each, timed in interleaved rounds by the package's one timer (:mod:`lineage.measure.timing`)."""
     checks.positive_int("repeats", repeats)
     dev = get_device() if device is None else torch.device(device)
     batch = make_batch(task, cfg.batch_size, 0)
@@ -274,270 +312,13 @@ def training_throughput(
 
     def step_in(mode: str) -> Callable[[], None]:
         model = LM(model_cfg, 0).to(dev)
-        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
+        opt, sched = optimiser(model, cfg)
 
         def step() -> None:
             with forms(model, mode):
-                loss, _ = loss_and_accuracy(model(tokens), targets, IGNORE)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+                train_step(model, opt, sched, tokens, targets)
 
         return step
 
     seconds = interleaved_medians({mode: Timed(step_in(mode), repeats) for mode in ("chunk", "recurrent")}, dev)
     return {mode: tokens.numel() / s for mode, s in seconds.items()}
-
-
-# --- command line: ``python -m lineage train`` ----------------------------------------------------------------------
-
-TRAIN_HELP = """\
-Train one small model per mechanism on a synthetic task and write every curve, with its full config, seed, device,
-torch version and wall time, as JSON. With --pairs (MQAR) or --lengths the sweep is the Zoology-style grid: every
-mechanism at every number of key-value pairs (at --seq-len), then at every sequence length (at --n-pairs), all at
-one model size, so one state size. Each point stops at --target held-out accuracy, --steps or --seconds. The total
-time this allows is printed before the first model trains; the JSON is rewritten after every finished model, so
-Ctrl-C keeps them. For learning-rate grids, seeds, widths and Ray: python -m lineage sweep."""
-
-
-def add_train_parser(sub) -> None:
-    """The ``train`` subcommand's arguments (defaults from the configs' own defaults)."""
-    import argparse
-
-    from lineage.cli import int_list
-    from lineage.models.lm import CONTROLS, FRONT_ENDS, MIXERS
-    from lineage.train.tasks import TASKS
-
-    t, m, c = TaskConfig(), LMConfig(), TrainConfig()
-    p = sub.add_parser(
-        "train",
-        help="train small models of every mechanism on a recall task (MQAR, palindrome, stack)",
-        description=TRAIN_HELP,
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--task", choices=TASKS, default=t.task)
-    p.add_argument(
-        "--mixers", default="all", help=f"'all' ({', '.join(MIXERS)}) or a comma list; also {', '.join(CONTROLS)}"
-    )
-    p.add_argument(
-        "--front-end",
-        choices=FRONT_ENDS,
-        default=m.front_end,
-        help="conv: the same short convolution on q, k, v for every mixer; none: for no mixer; paper: each paper's",
-    )
-    p.add_argument("--out", metavar="PATH", help="write the results as JSON here (rewritten after every model)")
-    p.add_argument("--pairs", type=int_list, default=[], help="MQAR: sweep these numbers of pairs, e.g. 4,8,16")
-    p.add_argument("--lengths", type=int_list, default=[], help="sweep these sequence lengths, e.g. 32,64,128")
-    p.add_argument("--vocab", type=int, default=t.vocab_size, help="task vocabulary")
-    p.add_argument("--seq-len", type=int, default=t.seq_len, help="sequence length (the pairs sweep's)")
-    p.add_argument("--n-pairs", type=int, default=t.n_pairs, help="MQAR pairs (the lengths sweep's)")
-    p.add_argument("--n-stacks", type=int, default=t.n_stacks, help="stack task: number of stacks")
-    p.add_argument("--d-model", type=int, default=m.d_model)
-    p.add_argument("--layers", type=int, default=m.n_layers)
-    p.add_argument("--heads", type=int, default=m.n_heads)
-    p.add_argument("--lr", type=float, default=c.lr)
-    p.add_argument("--batch", type=int, default=c.batch_size)
-    p.add_argument("--steps", type=int, default=c.max_steps, help="cap on training steps per point")
-    p.add_argument("--seconds", type=float, default=c.max_seconds, help="cap on wall seconds per point")
-    p.add_argument("--target", type=float, default=c.target_accuracy, help="stop at this held-out accuracy")
-    p.add_argument("--eval-every", type=int, default=c.eval_every)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (1: bit-reproducible runs)")
-    p.add_argument(
-        "--throughput",
-        action="store_true",
-        help="instead of training: tokens/s of one training step, chunked vs recurrent form, for each mixer",
-    )
-    p.add_argument("--repeats", type=int, default=5, help="--throughput: timed steps per form (median)")
-
-
-def _bar(done: float, width: int = 24) -> str:
-    filled = int(round(width * min(max(done, 0.0), 1.0)))
-    return "█" * filled + "·" * (width - filled)
-
-
-def _mixers(text: str) -> list[str]:
-    """The --mixers list: 'all' or comma-separated names, at least one, each a mixer or a control."""
-    from lineage.models.lm import CONTROLS, MIXERS
-
-    if text.strip() == "all":
-        return list(MIXERS)
-    names = [x.strip() for x in text.split(",") if x.strip()]
-    allowed = MIXERS + CONTROLS
-    if not names:
-        raise ValueError(f"--mixers names no mechanism: give 'all' or a comma list of {', '.join(allowed)}")
-    if bad := [x for x in names if x not in allowed]:
-        raise ValueError(f"--mixers: unknown {', '.join(map(repr, bad))}; allowed: all, {', '.join(allowed)}")
-    return list(dict.fromkeys(names))
-
-
-def _refuse_inapplicable(args, parser, argv: Sequence[str]) -> None:
-    """Options typed where they do nothing are refused rather than silently ignored."""
-    from lineage.cli import refuse
-
-    argv = list(argv)
-    if args.task != "mqar":
-        refuse(parser, argv, ("--pairs", "--n-pairs"), "with --task mqar")
-    if args.task != "stack":
-        refuse(parser, argv, ("--n-stacks",), "with --task stack")
-    if args.throughput:
-        refuse(parser, argv, ("--out", "--steps", "--seconds", "--target", "--eval-every", "--seed"), "when training")
-    else:
-        refuse(parser, argv, ("--repeats",), "with --throughput")
-
-
-def _write_json(path: str, payload: dict) -> None:
-    """Replace ``path`` with ``payload`` in one step (a crash leaves the last complete file, never half of one)."""
-    import json
-    import os
-
-    tmp = f"{path}.partial"
-    with open(tmp, "w") as f:
-        json.dump(payload, f, indent=1)
-    os.replace(tmp, path)
-
-
-def run_train_command(args, parser, argv: Sequence[str]) -> int:
-    """Run the sweep ``args`` describe, with a progress bar on stderr; write the JSON to ``args.out`` after every
-    finished model, so an interrupted run keeps what it finished."""
-    import datetime
-    import os
-    import shlex
-    import sys
-
-    from lineage.cli import check_writable, duration, in_flags, interrupted, interruptible
-    from lineage.train.sweep import step_seconds
-
-    _refuse_inapplicable(args, parser, argv)
-    try:
-        if args.threads < 1 or args.repeats < 1:
-            raise ValueError(f"--threads and --repeats must be ≥ 1, got {args.threads} and {args.repeats}")
-        mixers = _mixers(args.mixers)
-        if args.out:
-            check_writable(args.out, "--out")
-        task = TaskConfig(args.task, args.vocab, args.seq_len, args.n_pairs, args.n_stacks)
-        points = sweep_points(mixers, task=task, pairs=args.pairs, lengths=args.lengths)
-        model_cfg = LMConfig(
-            mixer=mixers[0],
-            vocab_size=args.vocab,
-            max_len=max(p.task.seq_len for p in points),
-            d_model=args.d_model,
-            n_layers=args.layers,
-            n_heads=args.heads,
-            front_end=args.front_end,
-        )
-        cfg = TrainConfig(
-            lr=args.lr,
-            batch_size=args.batch,
-            max_steps=args.steps,
-            max_seconds=args.seconds,
-            target_accuracy=args.target,
-            eval_every=args.eval_every,
-        )
-    except ValueError as exc:
-        parser.error(in_flags(str(exc)))
-    torch.set_num_threads(args.threads)
-    if args.throughput:
-        return _print_throughput(points, model_cfg, cfg, args.repeats)
-    print(f"timing one training step of each of the {len(points)} model(s) …", file=sys.stderr, flush=True)
-    full = sum(
-        min(
-            cfg.max_seconds,
-            cfg.max_steps
-            * step_seconds(p.task.to_dict(), _model_for(p, model_cfg).to_dict(), asdict(cfg), args.threads),
-        )
-        for p in points
-    )
-    print(
-        f"{len(points)} model(s) to train, each until {cfg.target_accuracy:.0%} held-out accuracy, {cfg.max_steps:,} "
-        f"steps or {cfg.max_seconds:.0f} s: at most about {duration(full)} in all at the step times measured just "
-        "now (a model that reaches the target stops sooner)"
-        + (f"; each finished model is written to {args.out} at once" if args.out else "; nothing is saved (no --out)"),
-        file=sys.stderr,
-        flush=True,
-    )
-    tty = sys.stderr.isatty()
-    started, current = time.perf_counter(), {"i": 0, "label": ""}
-
-    def on_start(i: int, point: SweepPoint) -> None:
-        t = point.task
-        size = f"pairs={t.n_pairs} " if t.task == "mqar" else ""
-        current.update(i=i, label=f"{point.mixer} {size}T={t.seq_len}")
-
-    def progress(step: int, loss: float, acc: float) -> None:
-        done = (current["i"] + step / cfg.max_steps) / len(points)
-        line = (
-            f"{_bar(done)} {current['i'] + 1}/{len(points)} {current['label']:<32} step {step:>5} loss {loss:6.3f} "
-            f"acc {acc:5.3f}  {time.perf_counter() - started:6.0f}s"
-        )
-        print(f"\r{line}" if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
-
-    load_before = os.getloadavg()
-    payload = {
-        "command": "python -m lineage " + shlex.join(argv),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "device": "cpu",
-        "machine": f"{platform.machine()}, {platform.system()}",
-        "cpu_count": os.cpu_count(),
-        "threads": args.threads,
-        "torch_version": torch.__version__,
-        "load_average_before": [round(x, 2) for x in load_before],
-        "complete": False,
-        "runs": [],
-    }
-
-    def finished(result: TrainResult) -> None:
-        if tty:
-            print(file=sys.stderr)
-        size = f"pairs {result.task['n_pairs']:>3}" if result.task["task"] == "mqar" else ""
-        print(
-            f"{result.mixer:<17} {size} T {result.task['seq_len']:>4}  acc {result.accuracy:5.3f}  steps "
-            f"{result.steps:>5}  {result.stopped:<11} {result.wall_seconds:7.1f} s",
-            flush=True,
-        )
-        payload["runs"].append(result.to_dict())
-        payload["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-        payload["wall_seconds"] = round(time.perf_counter() - started, 1)
-        if args.out:
-            _write_json(args.out, payload)
-
-    try:
-        with interruptible():
-            sweep(
-                points,
-                model_cfg,
-                cfg,
-                seed=args.seed,
-                device="cpu",
-                on_start=on_start,
-                progress=progress,
-                on_finish=finished,
-            )
-    except KeyboardInterrupt:
-        where = args.out if args.out else "no file (no --out was given)"
-        print(interrupted(len(payload["runs"]), len(points), where, "The model in training was lost."), file=sys.stderr)
-        return 130
-    payload["complete"] = True
-    if args.out:
-        _write_json(args.out, payload)
-    return 0
-
-
-def _print_throughput(points: Sequence[SweepPoint], model_cfg: LMConfig, cfg: TrainConfig, repeats: int) -> int:
-    """One line per point: training tokens per second in the chunked and the recurrent form, and their ratio."""
-    import os
-
-    print(
-        f"training step of {cfg.batch_size} sequences, d_model {model_cfg.d_model}, {model_cfg.n_layers} layers, "
-        f"{model_cfg.n_heads} heads; {torch.get_num_threads()} thread(s) of {os.cpu_count()} cores, "
-        f"load average {os.getloadavg()[0]:.1f}; median of {repeats} interleaved steps per form"
-    )
-    print(f"{'mixer':<17} {'T':>5} {'chunk tok/s':>12} {'recurrent tok/s':>16} {'chunk/recurrent':>16}")
-    for p in points:
-        mcfg = replace(model_cfg, mixer=p.mixer, max_len=max(model_cfg.max_len, p.task.seq_len))
-        rates = training_throughput(p.task, mcfg, cfg, repeats=repeats, device="cpu")
-        print(
-            f"{p.mixer:<17} {p.task.seq_len:>5} {rates['chunk']:>12,.0f} {rates['recurrent']:>16,.0f} "
-            f"{rates['chunk'] / rates['recurrent']:>15.2f}×"
-        )
-    return 0

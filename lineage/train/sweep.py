@@ -59,6 +59,8 @@ class Block:
     seconds: float = 600.0  # … and wall seconds per point
     target: float = 0.99  # stop early at this held-out accuracy
     eval_every: int = 25
+    patience: int = 0  # … or once this many evaluations rose < min_delta above the best before (0: never)
+    min_delta: float = 0.01  # the rise in accuracy that counts as still learning (TrainConfig.min_delta)
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "block") -> Block:
@@ -109,9 +111,19 @@ class Point:
 
     @property
     def key(self) -> str:
-        """A stable name for the point: a hash of its task, model, training settings and seed (not its threads)."""
-        text = json.dumps([self.task, self.model, self.train, self.seed], sort_keys=True)
+        """A stable name for the point: a hash of its task, model, training settings and seed (not its threads).
+        Settings added to training after a record was made (:data:`ADDED_SETTINGS`) count only when switched on, so
+        that record's points keep their keys and a resumed sweep still skips them."""
+        train = self.train
+        if all(train.get(k, off) == off for k, off in ADDED_SETTINGS.items()):
+            train = {k: v for k, v in train.items() if k not in ADDED_SETTINGS and k != "min_delta"}
+        text = json.dumps([self.task, self.model, train, self.seed], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# Training settings that came after the first record (data/learned_memory_sweep.jsonl), with the value that switches
+# each off; min_delta only tunes patience, so it is left out of a key with it
+ADDED_SETTINGS = {"patience": 0}
 
 
 def points_of(blocks: Sequence[Block], threads: int = 1) -> tuple[list[Point], int]:
@@ -125,7 +137,7 @@ def points_of(blocks: Sequence[Block], threads: int = 1) -> tuple[list[Point], i
     for b in blocks:
         train = TrainConfig(
             lr=b.lrs[0], batch_size=b.batch, max_steps=b.steps, max_seconds=b.seconds, target_accuracy=b.target,
-            eval_every=b.eval_every,
+            eval_every=b.eval_every, patience=b.patience, min_delta=b.min_delta,
         )  # fmt: skip
         for mixer in b.mixers:
             for front in b.front_ends:
@@ -324,28 +336,26 @@ MAX_CALIBRATED = 24  # model shapes timed before a sweep starts; a grid with mor
 
 def step_seconds(task: dict, model: dict, train: dict, threads: int = 1, steps: int = 2) -> float:
     """Seconds of one training step of this shape on this machine now: the median of ``steps`` steps after one
-    warm-up step (the same step :func:`lineage.train.loop.train` takes)."""
+    warm-up step (:func:`lineage.train.loop.train_step`, the step training takes)."""
     import statistics
     import time
 
     import torch
 
-    from lineage.models.lm import LM, LMConfig, loss_and_accuracy
-    from lineage.train.tasks import IGNORE, TaskConfig, make_batch
+    from lineage.models.lm import LM, LMConfig
+    from lineage.train.loop import TrainConfig, optimiser, train_step
+    from lineage.train.tasks import TaskConfig, make_batch
 
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         lm = LM(LMConfig(**model), 0)
-        opt = torch.optim.AdamW(lm.parameters(), lr=train["lr"])
+        opt, sched = optimiser(lm, TrainConfig(**train))
         batch = make_batch(TaskConfig(**task), train["batch_size"], 0)
         times = []
         for _ in range(steps + 1):
             start = time.perf_counter()
-            loss, _ = loss_and_accuracy(lm(batch.tokens), batch.targets, IGNORE)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            train_step(lm, opt, sched, batch.tokens, batch.targets)
             times.append(time.perf_counter() - start)
         return statistics.median(times[1:])
     finally:
