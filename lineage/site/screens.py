@@ -25,7 +25,7 @@ from lineage.plots.palette import MEMORY_COLOURS
 from lineage.plots.present import PROJECTION, projecting
 from lineage.plots.story import HELD_SPREAD, attention_story, decode_ratio_curves, story_memory
 from lineage.plots.vocabulary import figure_problems, spread_coinciding
-from lineage.teach import claims, ledger
+from lineage.teach import claims, ledger, overview
 from lineage.teach.equations import equation
 from lineage.teach.story import FILLER, FILLER_VALUE, story_for
 
@@ -313,74 +313,21 @@ def stage_screen(stage_key: str) -> Screen:
 
 
 def home_screen() -> Screen:
-    """Home's first chart and its caption, the lineage table and the parameter ratio, as app_pages/home.py."""
-    compare = footprints.COMPARE_LAYER
-    seq_lens = np.array([2**i for i in range(21)])
-    per_stage = {s.key: footprints.memory_per_layer(s.key, seq_lens) for s in stages.all_stages()}
-    all_mla = footprints.custom_spec(
-        n_layers=1,
-        n_heads=compare["n_heads"],
-        n_kv_heads=compare["n_heads"],
-        head_dim=compare["head_dim"],
-        layer_kinds=("mla",),
-        dtype="bf16",
-        name="all-MLA",
-    )
-    mla_bytes = np.asarray(footprints.kv_cache_curve(all_mla, seq_lens, "bf16").total_bytes, dtype=np.float64)
-    home_hybrid = footprints.custom_spec(
-        n_layers=stages.HYBRID_EVERY,
-        n_heads=compare["n_heads"],
-        n_kv_heads=compare["n_heads"],
-        head_dim=compare["head_dim"],
-        layer_kinds=stages.stage("hybrid").layer_kinds,
-        dtype="bf16",
-        name="hybrid",
-    )
-    longest = int(seq_lens[-1])
-    saving = ledger.hybrid_saving(home_hybrid, longest, "bf16")
-    n_kda = stages.HYBRID_EVERY - 1
-    kimi_saving = ledger.hybrid_saving(footprints.MODELS["kimi-linear-48b"], longest, "bf16")
+    """Home's first chart and its caption, the lineage table and the parameter ratio (lineage.teach.overview, which
+    app_pages/home.py reads too)."""
+    memory = overview.memory_overview()
 
     def build() -> go.Figure:
         return plots.memory_by_stage(
-            seq_lens,
-            per_stage,
-            notes={
-                "hybrid": f"{n_kda} KDA : 1 MLA layers<br>−{saving.total:.1%} against all-MLA at 1M<br>"
-                f"({ledger.SAVING_TOTAL})"
-            },
-            baseline=("All-MLA, same width", "(the article's −75% baseline)", mla_bytes),
-            title="Bytes one layer holds while decoding (log-log)",
+            memory.seq_lens,
+            memory.per_stage,
+            notes=memory.notes,
+            baseline=memory.baseline,
+            title=overview.CHART_TITLE,
         )
 
-    fixed = [per_stage[s.key][-1] for s in stages.all_stages() if s.in_grid]
-    caption = (
-        f"One layer {compare['n_heads']} heads × {compare['head_dim']} wide (GPT-2's attention width), bf16. GPT-2 and "
-        "the KV cache keep a key and a value per head per token; the fixed-state stages keep their state (plus a short "
-        f"convolution's last inputs where the layer has one), {plots.format_bytes(min(fixed))}–"
-        f"{plots.format_bytes(max(fixed))} whatever the context. The hybrid averages {n_kda} KDA layers and one MLA "
-        f"layer, and MLA caches {all_mla.kv_lora_rank} + {all_mla.rope_dim} latent numbers per token (DeepSeek's "
-        f"sizes) instead of GPT-2's {2 * compare['n_heads'] * compare['head_dim']:,} keys and values: so at 1M it sits "
-        f"{per_stage['gpt2'][-1] / per_stage['hybrid'][-1]:.0f}× below GPT-2, of which only the layer ratio is the "
-        f"hybrid's saving. Like for like — against the same layers all MLA, at {longest:,} tokens — it saves "
-        f"{saving.text()}. Kimi Linear's own schedule ({kimi_saving.n_mla} MLA of {kimi_saving.n_layers} layers, from "
-        f"its config.json) saves {kimi_saving.text()}: the article's “−75%”."
-    )
-    ratio = footprints.lineage_ratio()
-    gpt2, k3 = footprints.PARAMETER_FACTS["gpt2"], footprints.PARAMETER_FACTS["kimi-k3"]
-    table = Table(
-        tuple(
-            {
-                "Stage": s.title,
-                "Representative": s.representative,
-                "Year": str(s.year),
-                "Memory mechanism": s.summary,
-                "Problem solved": s.problem_solved,
-                "Cost introduced": s.cost_introduced,
-            }
-            for s in stages.all_stages()
-        )
-    )
+    ratio = overview.ratio_section()
+    table = Table(tuple({k: str(v) for k, v in row.items()} for row in overview.lineage_rows()))
     blocks: list[Block] = [
         Text(
             "From GPT-2 (2019) to the Kimi Linear hybrid (2025), the big changes to attention were changes to memory: "
@@ -390,29 +337,14 @@ def home_screen() -> Screen:
             prose=True,
         ),
         Text("## Memory against context length, every stage"),
-        _figure(
-            "home_memory",
-            build,
-            "Bytes held per layer against context length, labelled at the line ends: GPT-2 and the KV cache grow "
-            "fastest, all-MLA grows below them, the hybrid a quarter of all-MLA, and the six fixed-state stages stay "
-            "flat near 100 kB.",
-        ),
-        Text(caption, small=True),
+        _figure("home_memory", build, overview.CHART_ALT),
+        Text(memory.caption, small=True),
         Text("## The lineage"),
         table,
-        Text(f"## {int(ratio.ratio_to_nominal):,} GPT-2s?"),
-        Metric("GPT-2 parameters", f"{gpt2.parameters:,}"),
-        Metric("Kimi K3 parameters", f"{k3.parameters:,}"),
-        Metric("GPT-2s in one Kimi K3 (nominal)", f"{int(ratio.ratio_to_nominal):,}"),
-        Metric("GPT-2s in one Kimi K3 (exact)", f"{ratio.ratio_to_computed:,.0f}"),
-        Text(
-            f"The article this lecture follows puts **{int(ratio.ratio_to_nominal):,}** in its title: "
-            f"{ledger.RATIO_NOMINAL} ({ratio.ratio_to_nominal:,.1f}, with the decimals dropped). The app also gives "
-            f"**{ratio.ratio_to_computed:,.0f}**: {ledger.RATIO_EXACT}. Both are right; they divide by different "
-            "counts of GPT-2.",
-            prose=True,
-        ),
-        Text(f"GPT-2: {gpt2.how}. Kimi K3: **{k3.how}** — {k3.source}.", small=True),
+        Text(f"## {ratio.heading}"),
+        *(Metric(label, value) for label, value, _ in ratio.metrics),
+        Text(ratio.text, prose=True),
+        Text(ratio.caption, small=True),
     ]
     return Screen("home", "Attention Lineage", tuple(blocks))
 
