@@ -21,7 +21,7 @@ STORY = make_story(K=8, V=8)
 @pytest.mark.parametrize("stage_key", [s.key for s in stages.all_stages()])
 def test_every_stage_has_one_unit_with_its_page_and_equation(stage_key):
     u = units.unit(stage_key)
-    assert u.page == f"app_pages/{stage_key}.py" and u.has_page
+    assert u.page == f"app_pages/{stage_key}.py" and nav.has_page(stage_key)
     assert u.equation.text  # the equation the page shows beside its code
 
 
@@ -61,7 +61,7 @@ def test_a_stage_without_a_recipe_says_its_page_computes_its_claim():
 
 def test_the_navigation_lists_every_stage_with_a_page_in_lineage_order_numbered_from_it():
     entries = [p for p in nav.PAGES if p.stage]
-    assert [p.stage for p in entries] == [s.key for s in stages.all_stages() if units.unit(s.key).has_page]
+    assert [p.stage for p in entries] == [s.key for s in stages.all_stages() if nav.has_page(s.key)]
     assert [p.icon for p in entries] == [f":material/counter_{i}:" for i in range(1, len(entries) + 1)]
     assert [p.title for p in entries] == [stages.stage(p.stage).label for p in entries]
     assert stages.stage("kda").label == mechanism("kda").label == "KDA"
@@ -76,7 +76,7 @@ def test_a_stage_past_the_ninth_gets_an_icon_without_a_number():
 def test_a_new_stage_joins_the_navigation_when_its_page_exists(tmp_path, monkeypatch):
     with mechanisms.registered(TOY):
         assert TOY.key not in [p.stage for p in nav.stage_pages()], "no page yet: home lists it, the nav does not"
-        monkeypatch.setattr(units, "ROOT", tmp_path)
+        monkeypatch.setattr(nav, "APP_ROOT", tmp_path)
         for s in stages.all_stages():
             (tmp_path / units.unit(s.key).page).parent.mkdir(exist_ok=True)
             (tmp_path / units.unit(s.key).page).touch()

@@ -14,6 +14,7 @@ AppTest page switch) would run the page without the app shell.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from lineage import stages
 from lineage.teach.units import unit
@@ -39,9 +40,17 @@ def stage_icon(number: int) -> str:
     return f":material/counter_{number}:" if 1 <= number <= NUMBERED_ICONS else UNNUMBERED_ICON
 
 
+APP_ROOT = Path(__file__).resolve().parents[1]  # where app.py runs the page scripts from
+
+
+def has_page(stage_key: str) -> bool:
+    """Whether the stage's page script (``lineage.teach.units``: ``app_pages/<stage>.py``) is written."""
+    return (APP_ROOT / unit(stage_key).page).is_file()
+
+
 def stage_pages() -> tuple[PageEntry, ...]:
     """One entry per stage of the table that has a page, in the lineage's order, numbered from it."""
-    with_page = [s for s in stages.all_stages() if unit(s.key).has_page]
+    with_page = [s for s in stages.all_stages() if has_page(s.key)]
     return tuple(
         PageEntry(LINEAGE, unit(s.key).page, s.label, stage_icon(i), s.key, s.key)
         for i, s in enumerate(with_page, start=1)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from lineage import stages
 from lineage.mechanisms import mechanism
@@ -30,7 +29,6 @@ from lineage.teach.story import Story
 
 DEFAULT_KNOBS = claims.Knobs()  # every stage page's knobs as a visitor first finds them
 PAGES_DIR = "app_pages"  # a stage's page is PAGES_DIR/<stage key>.py
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -86,10 +84,6 @@ class StageUnit:
     def page(self) -> str:
         """Its page script, relative to the repository root."""
         return f"{PAGES_DIR}/{self.stage}.py"
-
-    @property
-    def has_page(self) -> bool:
-        return (ROOT / self.page).is_file()
 
     @property
     def equation(self) -> StageEquation:
