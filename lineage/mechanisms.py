@@ -3,7 +3,8 @@
 Each entry says what a mechanism *is* — its paper, its write rule, its gate, what its layer puts around the
 recurrence, its colour, the stage it belongs to (with that stage's narrative, if the stage is its own) and its
 public op — so that the stage table, layers, hybrid schedules, verification, benchmark, Memory lab, footprints,
-plots and pages derive from it instead of repeating it. Adding a mechanism is one entry here plus its tests. (A
+plots and pages derive from it instead of repeating it. Adding a mechanism is its op and one entry here; a stage of
+its own adds its equation, its unit and its page (docs/ARCHITECTURE.md, "Adding things", counts the files). (A
 mechanism's key, a stage's key, a layer kind and an LM mixer are told apart in docs/ARCHITECTURE.md, "Words".)
 
 The linear-memory family is one recurrence (:mod:`lineage.ops.recurrence`) and two choices, which give the grid:
