@@ -14,12 +14,12 @@ from lineage import mechanisms
 from lineage.plots import palette
 from lineage.plots.core import COLORSCALES, DIVERGING, SEQUENTIAL
 from lineage.plots.story import attention_story, story_memory
+from lineage.plots.story_chart import fact_cells
 from lineage.plots.vocabulary import figure_problems, name_coinciding, spread_coinciding
 from lineage.stages import all_stages
 from lineage.teach import claims, ledger
 from lineage.teach.equations import equation
 from lineage.teach.story import DEFAULT_K, DEFAULT_T, DEFAULT_V, FILLER, OVERWRITE, OVERWRITTEN_VALUE, default_story
-from ui.story import fact_cells
 
 STAGES = ("linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda")
 

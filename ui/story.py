@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import streamlit as st
 
-from lineage.plots.story import HELD_SPREAD, story_memory
-from lineage.plots.vocabulary import spread_coinciding
-from lineage.teach.claims import StageClaim, held_over_time, step_sentences
+from lineage.plots.story_chart import ALT as STORY_ALT
+from lineage.plots.story_chart import key_line
+from lineage.plots.story_chart import story_chart as plotted_story_chart
+from lineage.teach.claims import StageClaim
 from lineage.teach.equations import equation
 from lineage.teach.story import FILLER, FILLER_VALUE, SWITCH, scripted_text
 from lineage.teach.story_text import MAX_NAME, MAX_TEXT, Problem, WrittenStory, cut_story, parse_story, story_link
@@ -283,52 +283,13 @@ def checked_line(run) -> None:
     )
 
 
-def fact_cells(story, column_labels: list[str]) -> tuple[list[int], list[int]]:
-    """The rows and columns of the facts (not the filler, a spare channel or the normaliser z): they set the story
-    chart's colour range, so a filler row or a z column far larger than any fact does not flatten the facts."""
-    rows = [i for i, r in enumerate(story.row_labels) if r != FILLER and not r.startswith("ch ")]
-    cols = [j for j, c in enumerate(column_labels) if c not in (FILLER_VALUE, "z")]
-    return (rows or list(range(story.K))), (cols or list(range(len(column_labels))))
-
-
 def story_chart(stage_key: str, run, story, *, start: int, normaliser: bool = False) -> None:
-    """The page's main chart: the state as a fact table over the story, with the held answers, the step marker and
-    the step's sentence all in the animation's frames; under it, one line saying what its marks mean. ``normaliser``:
-    the state has one more column, linear attention's z."""
-    columns = story.column_labels + (["z"] if normaliser else [])
-    rows, cols = fact_cells(story, columns)
-    states = np.asarray(run.states)
-    facts_max = float(np.abs(states[:, rows][:, :, cols]).max())
-    clipped = float(np.abs(states).max()) > facts_max * (1 + 1e-9)
-    held = held_over_time(run, story)
-    chart(
-        story_memory(
-            run.states,
-            row_labels=story.row_labels,
-            column_labels=columns,
-            step_labels=story.labels,
-            sentences=step_sentences(run, story),
-            held=held,
-            start=start,
-            scale_rows=rows,
-            scale_cols=cols,
-        ),
-        key=f"{stage_key}_story",
-        alt="Animated state of the memory over the story, rows named by keys and columns by values, beside the share "
-        "of each query's answer the memory holds after every step.",
-        export_name=f"{stage_key}_story",
-    )
-    extra = []
-    if clipped:
-        extra.append(
-            f"colours span the fact cells (±{facts_max:.2f}); the filler row"
-            + (" and z run" if "z" in columns else " runs")
-            + " past, at the end colour (hover for their values)"
-        )
-    extra.append("right panel: the right value read back, less anything mixed in")
-    if any(spread_coinciding(held, offset=HELD_SPREAD)[1].values()):
-        extra.append(f"answers that read back alike are drawn {HELD_SPREAD * 100:.0f} points apart (hover: values)")
-    story_key(story, normaliser="z" in columns, extra=" · ".join(extra))
+    """The page's main chart (``lineage.plots.story_chart``): the state as a fact table over the story, with the held
+    answers, the step marker and the step's sentence all in the animation's frames; under it, its key line.
+    ``normaliser``: the state has one more column, linear attention's z."""
+    drawn = plotted_story_chart(run, story, start=start, normaliser=normaliser)
+    chart(drawn.fig, key=f"{stage_key}_story", alt=STORY_ALT, export_name=f"{stage_key}_story")
+    st.caption(drawn.key)
 
 
 STORY_ONLY = "The claim is tested on the story: choose the story as inputs below to see it."
@@ -355,7 +316,7 @@ def story_only() -> None:
 
 def story_key(story, *, normaliser: bool = False, extra: str = "") -> None:
     """The one-line key under a story chart: what ‖, …, a→b (and z, ch i) mean, and anything the chart clips."""
-    st.caption("Key: " + " · ".join(p for p in (story.key_line(normaliser=normaliser), extra) if p) + ".")
+    st.caption(key_line(story, normaliser=normaliser, extra=extra))
 
 
 def gate_controls(page: str, *, per_channel: bool = False) -> tuple[float, float]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,11 +23,14 @@ from lineage import plots, stages
 from lineage.measure import footprints
 from lineage.plots.palette import MEMORY_COLOURS
 from lineage.plots.present import PROJECTION, projecting
-from lineage.plots.story import HELD_SPREAD, attention_story, decode_ratio_curves, story_memory
-from lineage.plots.vocabulary import figure_problems, spread_coinciding
+from lineage.plots.story import attention_story, decode_ratio_curves
+from lineage.plots.story_chart import ALT as STORY_ALT
+from lineage.plots.story_chart import key_line as plotted_key_line
+from lineage.plots.story_chart import story_chart as plotted_story_chart
+from lineage.plots.vocabulary import figure_problems
 from lineage.teach import claims, ledger, overview
 from lineage.teach.equations import equation
-from lineage.teach.story import FILLER, FILLER_VALUE, story_for
+from lineage.teach.story import story_for
 
 # The stage pages' default sizes (ui.controls.size_controls and the softmax pages' sliders) and shared seed
 # (ui.session.DEFAULT_SEED): the site shows the first screen a visitor sees before touching a control.
@@ -158,58 +161,18 @@ def equation_blocks(stage_key: str) -> list[Block]:
     return out
 
 
-def _fact_cells(story, column_labels: Sequence[str]) -> tuple[list[int], list[int]]:
-    # ui.story.fact_cells: the facts' rows and columns set the story chart's colour range
-    rows = [i for i, r in enumerate(story.row_labels) if r != FILLER and not r.startswith("ch ")]
-    cols = [j for j, c in enumerate(column_labels) if c not in (FILLER_VALUE, "z")]
-    return (rows or list(range(story.K))), (cols or list(range(len(column_labels))))
-
-
 def story_chart(stage_key: str, run, story, *, start: int, normaliser: bool = False) -> list[Block]:
-    """The story chart and its key line, as ui.story.story_chart draws them."""
-    columns = story.column_labels + (["z"] if normaliser else [])
-    rows, cols = _fact_cells(story, columns)
-    states = np.asarray(run.states)
-    facts_max = float(np.abs(states[:, rows][:, :, cols]).max())
-    clipped = float(np.abs(states).max()) > facts_max * (1 + 1e-9)
-    held = claims.held_over_time(run, story)
-    sentences = claims.step_sentences(run, story)
+    """The story chart and its key line (lineage.plots.story_chart, as ui.story.story_chart draws them)."""
 
     def build() -> go.Figure:
-        return story_memory(
-            run.states,
-            row_labels=story.row_labels,
-            column_labels=columns,
-            step_labels=story.labels,
-            sentences=sentences,
-            held=held,
-            start=start,
-            scale_rows=rows,
-            scale_cols=cols,
-        )
+        return plotted_story_chart(run, story, start=start, normaliser=normaliser).fig
 
-    extra = []
-    if clipped:
-        extra.append(
-            f"colours span the fact cells (±{facts_max:.2f}); the filler row"
-            + (" and z run" if "z" in columns else " runs")
-            + " past, at the end colour (hover for their values)"
-        )
-    extra.append("right panel: the right value read back, less anything mixed in")
-    if any(spread_coinciding(held, offset=HELD_SPREAD)[1].values()):
-        extra.append(f"answers that read back alike are drawn {HELD_SPREAD * 100:.0f} points apart (hover: values)")
-    alt = (
-        "Animated state of the memory over the story, rows named by keys and columns by values, beside the share "
-        "of each query's answer the memory holds after every step."
-    )
-    return [
-        _figure(f"{stage_key}_story", build, alt),
-        key_line(story, normaliser="z" in columns, extra=" · ".join(extra)),
-    ]
+    key = plotted_story_chart(run, story, start=start, normaliser=normaliser).key
+    return [_figure(f"{stage_key}_story", build, STORY_ALT), Text(key, small=True)]
 
 
-def key_line(story, *, normaliser: bool = False, extra: str = "") -> Text:
-    return Text("Key: " + " · ".join(p for p in (story.key_line(normaliser=normaliser), extra) if p) + ".", small=True)
+def key_line(story) -> Text:
+    return Text(plotted_key_line(story), small=True)
 
 
 def checked_line(run) -> Text:
