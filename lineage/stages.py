@@ -77,14 +77,18 @@ KV_CACHE = Stage(
     transition="Recomputing the prefix is wasteful: keep the keys and values instead.",
 )
 
-HYBRID_EVERY = 4  # the home page's hybrid: one MLA layer in every four (Kimi Linear's 3 KDA : 1 MLA)
+HYBRID_EVERY = 4  # the home page's hybrid: one MLA layer in every four (the 3 KDA : 1 MLA Kimi Linear's paper names)
 
 HYBRID = Stage(
     key="hybrid",
     title="Hybrid (Kimi Linear / K3)",
     representative="Kimi Linear 48B-A3B; Kimi K3 (secondary source)",
     year=2025,
-    paper="Kimi Linear, arXiv 2510.26692 (3 KDA : 1 MLA); K3 per arXiv 2607.24653 as quoted by a secondary article",
+    paper="Kimi Linear, arXiv 2510.26692 (the paper's 3 KDA : 1 MLA; its 48B model "
+    f"{schedules.KIMI_LINEAR_SCHEDULE.count(_KDA.layer_kind)} : {schedules.KIMI_LINEAR_SCHEDULE.count(_MLA.layer_kind)}"
+    f"); Kimi K3 {schedules.KIMI_K3_SCHEDULE.count(_KDA.layer_kind)} KDA : "
+    f"{schedules.KIMI_K3_SCHEDULE.count(_MLA.layer_kind)} MLA per its config "
+    "as others quote it (secondary sources)",
     url=_KDA.url,
     summary="KDA layers with a periodic MLA (softmax) layer: mostly fixed state, a small growing cache",
     problem_solved="Exact retrieval where it matters, fixed-size memory everywhere else",

@@ -1,11 +1,12 @@
 """The hybrid: mostly KDA layers, with a softmax (MLA) layer every few layers — Kimi Linear, and K3 after it.
 
-Kimi Linear (arXiv 2510.26692) interleaves three KDA layers per MLA layer ("3:1"); its 48B-A3B configuration
-has 27 layers with MLA at layers 4, 8, 12, 16, 20, 24 and 27 (1-based) and KDA elsewhere. KDA layers keep a
-fixed-size state; MLA layers keep a latent cache that grows with the context — a quarter of the layers, and a
-small cache per layer, so the whole model's cache is about a quarter of an all-MLA stack's.
-Kimi K3 (2.8T parameters, arXiv 2607.24653 — known to us from a secondary article) keeps the same idea: linear
-layers for bulk processing, periodic softmax layers for exact retrieval.
+Kimi Linear (arXiv 2510.26692) interleaves KDA and MLA layers at what its paper calls 3:1; its 48B-A3B
+configuration has 27 layers with MLA at layers 4, 8, 12, 16, 20, 24 and 27 (1-based) and KDA elsewhere: 20 KDA to
+7 MLA. KDA layers keep a fixed-size state; MLA layers keep a latent cache that grows with the context — about a
+quarter of the layers, and a small cache per layer, so the whole model's cache is about a quarter of an all-MLA
+stack's. Kimi K3 keeps the same idea at 93 layers, MLA at 4, 8, …, 92 and 93 (69 KDA to 24 MLA, from its config as
+others quote it: ``lineage.schedules.KIMI_K3_CONFIG``): linear layers for bulk processing, periodic softmax layers
+for exact retrieval.
 
 :class:`HybridStack` builds a GPT-2 style stack of pre-norm blocks from a schedule such as
 ``("kda", "kda", "kda", "mla", …)`` and decodes token by token, reporting each layer's cache bytes as it goes.
