@@ -50,3 +50,20 @@ def test_home_page():
     cut = 1 - np.asarray(hybrid["y"])[-1] / np.asarray(baseline["y"])[-1]
     assert any(f"−{cut:.1%} against all-MLA" in a["text"] for a in chart["layout"]["annotations"])
     assert chart["layout"]["xaxis"]["type"] == chart["layout"]["yaxis"]["type"] == "log"
+
+
+def test_two_stages_in_one_cell_are_both_drawn_and_counted(monkeypatch):
+    """A successor in a full cell (here GLA's page put beside Mamba-2's) is drawn in the cell, and the heading counts
+    it, instead of one stage pushing the other off the grid."""
+    real = stages.grid
+
+    def crowded():
+        cells = real()
+        cells[("additive", "scalar")] += (stages.stage("gla"),)
+        return cells
+
+    monkeypatch.setattr(stages, "grid", crowded)
+    at = run_page("home")
+    assert "One recurrence, six cells, seven stages" in [h.value for h in at.subheader]
+    links = [link.proto.page for link in at.get("page_link")]
+    assert links.count("gla") == 2 and links.count("mamba2") == 1
