@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -196,10 +198,17 @@ def test_a_figure_that_breaks_the_vocabulary_stops_the_build():
 # ---- built to be hosted anywhere ----------------------------------------------------------------------------------
 
 
-def test_rebuild_is_byte_identical(site, tmp_path):
-    again = build.build(tmp_path / "again")
+def test_a_rebuild_from_the_command_line_is_byte_identical(site, tmp_path):
+    """``python -m lineage site`` in a fresh process writes the same bytes as the build in this one: nothing depends
+    on a cache, the time or the order things were computed in."""
+    out = tmp_path / "again"
+    done = subprocess.run(
+        [sys.executable, "-m", "lineage", "site", "--out", str(out)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    assert "total" in done.stdout and "MB" in done.stdout, done.stdout
     first = {p.relative_to(site.out): p.read_bytes() for p in sorted(site.out.rglob("*")) if p.is_file()}
-    second = {p.relative_to(again.out): p.read_bytes() for p in sorted(again.out.rglob("*")) if p.is_file()}
+    second = {p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
     assert sorted(first) == sorted(second)
     changed = [str(name) for name in first if first[name] != second[name]]
     assert not changed, f"files that differ on a rebuild: {changed}"
