@@ -8,20 +8,17 @@ from lineage import plots
 from lineage.teach import claims, stage_runs, units
 from lineage.teach.equations import chunked_delta
 from lineage.teach.story import story_for
-from ui.controls import size_controls, step_control
 from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
-from ui.stage_page import close_stage_page, open_stage_page
-from ui.story import claim_slot, code_excerpts, inputs_choice, story_input, written_link
+from ui.stage_page import close_stage_page, live_run, open_stage_page, stage_controls
+from ui.story import code_excerpts, written_link
 
 COMPARE_BETAS = (0.1, 0.5, 1.0)  # the write strengths drawn beside the chosen one
 
 top = open_stage_page("deltanet")
 
-inputs = inputs_choice("deltanet")
-written = story_input() if inputs == "story" else None
-T, K, V = size_controls("deltanet", written=written)
+inputs, written, (T, K, V) = stage_controls("deltanet")
 left, right = st.columns(2)
 beta = left.slider(
     "Write strength β",
@@ -89,13 +86,11 @@ yours = f"DeltaNet, β = {beta:g}"
 by_age = {f"{yours} (yours)": out["by_age"]}  # a compared β equal to yours is drawn once, as yours
 by_age |= {name: curve for name, curve in run_or_stop(compared, T, K, V, seed()).items() if name != yours}
 
-st.subheader("The live run")
-st.markdown(
+about = (
     "The recurrence runs step by step and records, at every step, what the memory returned for k_t, the "
     "correction it wrote and the state after it. Keys are unit vectors, as DeltaNet's layer makes them."
 )
-step = step_control("deltanet", T)
-claim_slot(top, "deltanet", out, step=step)
+step = live_run(top, "deltanet", out, T, about=about)
 
 chart(
     plots.delta_rule_steps(

@@ -7,18 +7,15 @@ import streamlit as st
 from lineage import plots
 from lineage.teach import claims, stage_runs, units
 from lineage.teach.story import story_for
-from ui.controls import size_controls, step_control
 from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
-from ui.stage_page import close_stage_page, open_stage_page
-from ui.story import claim_slot, gate_controls, inputs_choice, story_input, written_link
+from ui.stage_page import close_stage_page, live_run, open_stage_page, stage_controls
+from ui.story import gate_controls, written_link
 
 top = open_stage_page("gated_deltanet")
 
-inputs = inputs_choice("gated_deltanet")
-written = story_input() if inputs == "story" else None
-T, K, V = size_controls("gated_deltanet", written=written)
+inputs, written, (T, K, V) = stage_controls("gated_deltanet")
 if inputs == "story":
     keep, switch = gate_controls("gated_deltanet")
     beta = st.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="gated_deltanet_beta")
@@ -96,9 +93,7 @@ else:
 run, retention = out["run"], out["retention"]
 gate = run.trace.decay[0, 0][:, 0]  # α_t, one per step
 
-st.subheader("The live run")
-step = step_control("gated_deltanet", T)
-claim_slot(top, "gated_deltanet", out, step=step)
+step = live_run(top, "gated_deltanet", out, T)
 chart(
     plots.over_time(
         {"α_t (keep)": gate, "β_t (write strength)": run.beta},

@@ -7,25 +7,19 @@ import streamlit as st
 from lineage import plots
 from lineage.teach import claims, stage_runs, units
 from lineage.teach.story import story_for
-from ui.controls import size_controls, step_control
 from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
-from ui.stage_page import close_stage_page, open_stage_page
+from ui.stage_page import close_stage_page, live_run, open_stage_page, stage_controls
 from ui.story import (
-    claim_slot,
     gate_controls,
     held_rows,
-    inputs_choice,
-    story_input,
     written_link,
 )
 
 top = open_stage_page("gla")
 
-inputs = inputs_choice("gla")
-written = story_input() if inputs == "story" else None
-T, K, V = size_controls("gla", written=written)
+inputs, written, (T, K, V) = stage_controls("gla")
 if inputs == "story":
     keep, switch = gate_controls("gla", per_channel=True)
     st.markdown(
@@ -80,9 +74,7 @@ else:
 run = out["run"]
 gates = run.trace.decay[0, 0]  # [T, K]: α_t of every key channel
 
-st.subheader("The live run")
-step = step_control("gla", T)
-claim_slot(top, "gla", out, step=step)
+step = live_run(top, "gla", out, T)
 chart(
     plots.gates_by_channel(gates, title="One gate per key channel, at every step"),
     key="gla_gates",

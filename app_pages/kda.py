@@ -7,25 +7,19 @@ import streamlit as st
 from lineage import plots, schedules
 from lineage.teach import claims, gate_bound, stage_runs, units
 from lineage.teach.story import story_for
-from ui.controls import size_controls, step_control
 from ui.display import chart, prose
 from ui.running import run_or_stop
 from ui.session import seed
-from ui.stage_page import close_stage_page, open_stage_page
+from ui.stage_page import close_stage_page, live_run, open_stage_page, stage_controls
 from ui.story import (
-    claim_slot,
     gate_controls,
     held_rows,
-    inputs_choice,
-    story_input,
     written_link,
 )
 
 top = open_stage_page("kda")
 
-inputs = inputs_choice("kda")
-written = story_input() if inputs == "story" else None
-T, K, V = size_controls("kda", written=written)
+inputs, written, (T, K, V) = stage_controls("kda")
 if inputs == "story":
     keep, switch = gate_controls("kda", per_channel=True)
     beta = st.slider("Write strength β", 0.0, 1.0, 1.0, 0.05, bind="query-params", key="kda_beta")
@@ -107,9 +101,7 @@ else:
 run, retention = out["run"], out["retention"]
 gates = run.trace.decay[0, 0]  # [T, K]: α_t of every key channel
 
-st.subheader("The live run")
-step = step_control("kda", T)
-claim_slot(top, "kda", out, step=step)
+step = live_run(top, "kda", out, T)
 chart(
     plots.gates_by_channel(gates, title="KDA: one gate per key channel, at every step"),
     key="kda_gates",

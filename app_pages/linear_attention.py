@@ -8,18 +8,15 @@ from lineage import plots
 from lineage.ops.linear_attention import FEATURE_MAPS
 from lineage.teach import claims, stage_runs, units
 from lineage.teach.story import story_for
-from ui.controls import size_controls, step_control
 from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
-from ui.stage_page import close_stage_page, open_stage_page
-from ui.story import claim_slot, inputs_choice, story_input, written_link
+from ui.stage_page import close_stage_page, live_run, open_stage_page, stage_controls
+from ui.story import written_link
 
 top = open_stage_page("linear_attention")
 
-inputs = inputs_choice("linear_attention")
-written = story_input() if inputs == "story" else None
-T, K, V = size_controls("linear_attention", written=written)
+inputs, written, (T, K, V) = stage_controls("linear_attention")
 # relu first, so the story opens on the blend its claim is about; the paper's elu(x) + 1 is one click away
 feature_map = st.radio(
     "Feature map φ",
@@ -51,14 +48,12 @@ def live(T: int, K: int, V: int, seed: int, feature_map: str, inputs: str, writt
 out = run_or_stop(live, T, K, V, seed(), feature_map, inputs, written_link() if written else "")
 run, recall = out["run"], out["recall"]
 
-st.subheader("The live run")
-st.markdown(
+about = (
     f"The recurrence runs step by step and records the state; the chunked and the T × T forms run on the device and "
     f"are compared with it. The state is {K} × {V + 1} = **{run.states[0].size} numbers** at every step; a KV cache "
     f"of the same {T} tokens would hold {T * (K + V)}, and keep growing."
 )
-step = step_control("linear_attention", T)
-claim_slot(top, "linear_attention", out, step=step, normaliser=True)
+step = live_run(top, "linear_attention", out, T, about=about, normaliser=True)
 
 chart(
     plots.write_and_state(

@@ -7,18 +7,15 @@ import streamlit as st
 from lineage import plots
 from lineage.teach import claims, stage_runs, units
 from lineage.teach.story import story_for
-from ui.controls import size_controls, step_control
 from ui.display import chart
 from ui.running import run_or_stop
 from ui.session import seed
-from ui.stage_page import close_stage_page, open_stage_page
-from ui.story import claim_slot, gate_controls, inputs_choice, story_input, written_link
+from ui.stage_page import close_stage_page, live_run, open_stage_page, stage_controls
+from ui.story import gate_controls, written_link
 
 top = open_stage_page("mamba2")
 
-inputs = inputs_choice("mamba2")
-written = story_input() if inputs == "story" else None
-T, K, V = size_controls("mamba2", written=written)
+inputs, written, (T, K, V) = stage_controls("mamba2")
 if inputs == "story":
     keep, switch = gate_controls("mamba2")
 else:
@@ -92,9 +89,7 @@ else:
 run, mask = out["run"], out["mask"]
 gate = run.trace.decay[0, 0][:, 0]  # α_t, the same for every channel
 
-st.subheader("The live run")
-step = step_control("mamba2", T)
-claim_slot(top, "mamba2", out, step=step)
+step = live_run(top, "mamba2", out, T)
 
 a, b = st.columns(2)
 with a:
