@@ -24,14 +24,21 @@ from ui.session import device_label, seed
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RECORD = findings.RECORD  # python -m lineage sweep data/learned_memory_grid_cpu.json --out …
-GRID = DATA / "learned_memory_grid.json"  # the whole grid, for a cluster; the record holds the part that fits a CPU
+GRID = findings.CLUSTER_GRID  # the whole grid, for a cluster; the records hold the parts that fit a CPU
 CPU_GRID = DATA / "learned_memory_grid_cpu.json"
+CAPACITY = findings.CAPACITY_RECORD  # python -m lineage sweep data/learned_memory_capacity_grid.json --out …
+CAPACITY_GRID = findings.CAPACITY_GRID
 
 
-@st.cache_data(max_entries=2, ttl=3600, show_spinner=False)
-def record(mtime: float) -> list[dict]:
-    """The recorded sweep's finished points (re-read when the file changes)."""
-    return sweep.read_results(RECORD)
+@st.cache_data(max_entries=4, ttl=3600, show_spinner=False)
+def record(mtime: float, path: str = str(RECORD)) -> list[dict]:
+    """A recorded sweep's finished points (re-read when the file changes)."""
+    return sweep.read_results(path)
+
+
+def read(path: Path) -> list[dict]:
+    """The record at ``path``, or nothing where this copy of the app has none."""
+    return record(path.stat().st_mtime, str(path)) if path.exists() else []
 
 
 @st.cache_data(max_entries=2, ttl=3600, show_spinner=False)
@@ -47,9 +54,13 @@ def curves_of(results: dict[str, TrainResult]) -> dict:
 # --- the page -------------------------------------------------------------------------------------------------------
 
 st.title("Learned memory")
-# The page's point first, computed from the recorded sweep (lineage.train.findings.headline)
-recorded = record(RECORD.stat().st_mtime) if RECORD.exists() else []  # the headline and the section read it
-if point := findings.headline(findings.summarise(r["result"] for r in recorded), plots.mixer_title):
+# The page's point first, computed from the capacity record (lineage.train.findings.capacity_headline), or without
+# one from the first recorded sweep (findings.headline)
+recorded, capacity = read(RECORD), read(CAPACITY)  # the headline and the sections read them
+capacity_summaries = findings.summarise(r["result"] for r in capacity)
+if point := findings.capacity_headline(capacity_summaries, plots.mixer_title) or findings.headline(
+    findings.summarise(r["result"] for r in recorded), plots.mixer_title
+):
     st.markdown(f"**{point.claim}**")
     st.metric(point.label, point.shown)
 prose(
@@ -72,6 +83,64 @@ cap_text = (
 )
 
 
+def capacity_section(results: list[dict], summaries: list[findings.Summary]) -> None:
+    """The capacity record: accuracy against pairs at one model size, and against the numbers a layer carries
+    (Zoology's picture), with who falls where and what the write rule and the gates buy, all from the record."""
+    title = plots.mixer_title
+    rows = findings.by_pairs(summaries)
+    T = rows[0].setting.seq_len
+    st.subheader("Running out of room: one model size, more and more pairs")
+
+    def pairs(x: findings.Summary) -> int:
+        return x.setting.n_pairs
+
+    points, spread, names = findings.sweep_lines(rows, pairs, title)
+    chart(
+        plots.accuracy_sweep(
+            points,
+            x_title="key–value pairs",
+            title=f"MQAR at {T} tokens, width {findings.main_width(summaries)}: the capacity record",
+            chance=rows[0].chance,
+            spread=spread,
+            names=names,
+            dodge=0.06,
+            rising=findings.rising_lines(rows, pairs),
+        ),
+        key="learned_memory_capacity_pairs",
+        alt="Held-out accuracy against the number of key-value pairs at one model size, one line per mechanism.",
+    )
+    st.caption(
+        "Each point: the best learning rate, the mean of its seeds (bars: lowest to highest seed); an open triangle: "
+        "a seed hit its step budget while still rising, so the point is a lower bound."
+    )
+    for line in findings.falls_sentences(summaries, title):
+        st.markdown(f"- {line}")
+    st.markdown("**What each step of the lineage buys here:**")
+    for line in findings.step_sentences(summaries, title):
+        st.markdown(f"- {line}")
+    n, at_n = findings.capacity_rows(summaries)
+    if n is not None:
+        state = findings.Summary.state_size
+        cap_points, cap_spread, cap_names = findings.sweep_lines(at_n, state, title)
+        chart(
+            plots.accuracy_sweep(
+                cap_points,
+                x_title="numbers one layer carries (log scale)",
+                title=f"The capacity record at {n} pairs: accuracy against the numbers one layer carries (Zoology)",
+                spread=cap_spread,
+                names=cap_names,
+                log_x=True,
+                rising=findings.rising_lines(at_n, state),
+            ),
+            key="learned_memory_capacity_state",
+            alt="Held-out accuracy against the numbers one layer carries, one point per mechanism and width.",
+        )
+    st.caption(findings.memory_caption(summaries, title))
+    whole = grid_size(GRID.stat().st_mtime, str(GRID)) if GRID.exists() else 0
+    grid = grid_size(CAPACITY_GRID.stat().st_mtime, str(CAPACITY_GRID)) if CAPACITY_GRID.exists() else len(results)
+    st.caption(findings.capacity_caption(results, grid, whole))
+
+
 def recorded_section(results: list[dict]) -> None:
     """The recorded sweep: accuracy against pairs (best learning rate, seeds' spread, the ablation), against state
     size, the sentences computed from it, and a live re-run of any recorded point."""
@@ -80,7 +149,7 @@ def recorded_section(results: list[dict]) -> None:
     rows = findings.by_pairs(summaries) + findings.by_pairs(summaries, "none")
     first = TrainResult.from_dict(results[0]["result"])
     T = first.task["seq_len"]
-    st.subheader("The recorded sweep: accuracy against the number of pairs")
+    st.subheader("The first recorded sweep: accuracy against the number of pairs, with and without the front end")
     points, spread, names = findings.sweep_lines(rows, lambda x: x.setting.n_pairs, title)
     chart(
         plots.accuracy_sweep(
@@ -141,7 +210,12 @@ def recorded_section(results: list[dict]) -> None:
                 for x in summaries
             )
         )
+    rerun_picker(results)
 
+
+def rerun_picker(results: list[dict]) -> None:
+    """Pick any recorded point and train it again here, with its recorded config and seed, within the cap."""
+    title = plots.mixer_title
     st.markdown("**Re-run a recorded point here**, with its recorded config and seed (within the training cap below):")
     points_by_label = {findings.point_label(r["result"], title): TrainResult.from_dict(r["result"]) for r in results}
     left, right = controls_row([4, 1])
@@ -165,6 +239,8 @@ def recorded_section(results: list[dict]) -> None:
     st.markdown(findings.rerun_sentence(again, picked, steps, device_label(), n, same))
 
 
+if capacity:
+    capacity_section(capacity, capacity_summaries)
 if recorded:
     recorded_section(recorded)
 else:
@@ -356,6 +432,9 @@ if trained:
 
 what_to_notice(
     [
+        "The capacity chart keeps the model size fixed and adds pairs: softmax's cache grows with the sequence and "
+        "holds them all, while a fixed state must fit every pair into the same numbers — where each line leaves the "
+        "top is where its state runs out of room, and the sentences under it say, from the record, where that is.",
         "The recorded chart compares mechanisms with the same front end, at their best learning rate, over several "
         "seeds; where a point stopped at its budget the sentences say so, and a plateau near 1/N is the budget "
         "running out, not the memory.",

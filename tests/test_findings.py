@@ -13,21 +13,40 @@ from lineage.train.loop import TrainConfig
 from lineage.train.tasks import TaskConfig
 
 
-def fake(mixer, acc, *, pairs=4, lr=1e-3, seed=0, steps=None, front_end="conv", width=64, max_steps=500):
-    """A TrainResult dict as the sweep stores it, with the outcome given."""
-    task = TaskConfig("mqar", 64, 32, pairs)
-    model = LMConfig(mixer=mixer, vocab_size=64, max_len=32, d_model=width, n_heads=4, front_end=front_end)
+def fake(
+    mixer, acc, *, pairs=4, lr=1e-3, seed=0, steps=None, front_end="conv", width=64, max_steps=500, stopped=None,
+    curve=None, patience=0, T=32,
+):  # fmt: skip
+    """A TrainResult dict as the sweep stores it, with the outcome given (and its held-out curve, if given)."""
+    task = TaskConfig("mqar", 64, T, pairs)
+    model = LMConfig(mixer=mixer, vocab_size=64, max_len=T, d_model=width, n_heads=4, front_end=front_end)
     solved = acc >= 0.99
     return dict(
         task=task.to_dict(),
         model=model.to_dict(),
-        train=asdict(TrainConfig(lr=lr, max_steps=max_steps)),
+        train=asdict(TrainConfig(lr=lr, max_steps=max_steps, patience=patience)),
         seed=seed,
         accuracy=acc,
         steps=steps if steps is not None else (200 if solved else max_steps),
-        stopped="target" if solved else "max_steps",
+        stopped=stopped or ("target" if solved else "max_steps"),
         carried=model.carried(),
+        eval_accuracy=list(curve or []),
     )
+
+
+RISING = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.88]  # a rise of 3 points in its last evaluation
+FLAT = [0.1, 0.3, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4]  # no rise over its last 8
+
+
+def capacity(**accs):
+    """A capacity record: mechanism -> (accuracy at 4, 8 and 16 pairs), two seeds alike, each a plateau stop below
+    the target."""
+    return [
+        fake(m, a, pairs=n, seed=s, T=64, patience=10, stopped=None if a >= 0.99 else "plateau", curve=FLAT)
+        for m, row in accs.items()
+        for n, a in zip((4, 8, 16), row, strict=True)
+        for s in (0, 1)
+    ]
 
 
 def title(mixer: str) -> str:
@@ -56,6 +75,96 @@ def test_spread_is_the_lowest_and_highest_seed():
     (s,) = findings.summarise([fake("gla", a, seed=i) for i, a in enumerate([0.5, 0.9, 0.7])])
     assert (s.low, s.mean, s.high) == (0.5, pytest.approx(0.7), 0.9)
     assert "70.0% (seeds 50.0%–90.0%)" in s.evidence()
+
+
+def test_a_budget_point_is_still_rising_only_when_its_last_evaluations_rose():
+    rising = fake("deltanet", 0.88, curve=RISING)
+    flat = fake("deltanet", 0.4, curve=FLAT)
+    assert findings.was_rising(rising) and not findings.was_rising(flat)
+    assert not findings.was_rising(fake("deltanet", 0.995, curve=RISING)), "a point at its target is not a bound"
+    assert not findings.was_rising(fake("deltanet", 0.4, stopped="plateau", curve=RISING[:5]))
+    assert not findings.was_rising(fake("deltanet", 0.4)), "no stored curve: not judged"
+    x = findings.summarise([rising, fake("deltanet", 0.4, seed=1, curve=FLAT)])[0]
+    assert x.rising == (True, False) and x.still_rising and "1 of them still rising" in x.evidence()
+
+
+def test_who_falls_where_follows_the_numbers():
+    s = findings.summarise(
+        capacity(softmax=(1.0, 1.0, 0.995), deltanet=(1.0, 0.95, 0.3), linear_attention=(0.6, 0.2, 0.1))
+    )
+    said = findings.falls_sentences(s, title)
+    assert said[0].startswith("**softmax** holds every recorded size, up to 16 pairs: 99.5% (all 2 seeds)")
+    assert said[1].startswith("**deltanet** holds 8 pairs (95%) and falls at 16: 30.0% (all 2 seeds)")
+    assert "2 of 2 seed(s) stopped rising short of the target" in said[1]
+    assert said[2].startswith("**linear_attention** holds none of the recorded sizes; at 4 pairs: 60.0%")
+    moved = findings.falls_sentences(findings.summarise(capacity(deltanet=(1.0, 0.5, 0.3))), title)
+    assert moved[0].startswith("**deltanet** holds 4 pairs (100%) and falls at 8"), "the fall moves with the numbers"
+
+
+def test_what_each_step_buys_is_the_largest_gap_at_a_shared_size_and_flips_with_the_numbers():
+    s = findings.summarise(
+        capacity(linear_attention=(0.9, 0.2, 0.1), deltanet=(1.0, 0.9, 0.3), gated_deltanet=(1.0, 0.9, 0.31))
+    )
+    said = findings.step_sentences(s, title)
+    assert said[0].startswith("The delta rule (deltanet over linear_attention) buys 70 points at 8 pairs:")
+    assert said[1].startswith("A scalar gate on the delta rule (gated_deltanet over deltanet) buys nothing measurable")
+    worse = findings.step_sentences(
+        findings.summarise(capacity(linear_attention=(1, 1, 0.9), deltanet=(1, 1, 0.5))), title
+    )
+    assert worse[0].startswith("The delta rule (deltanet over linear_attention) costs 40 points at 16 pairs")
+
+
+def test_the_capacity_headline_says_the_cache_holds_while_the_states_fall_and_not_when_the_cache_fails_too():
+    s = findings.summarise(capacity(softmax=(1, 1, 0.995), deltanet=(1, 0.9, 0.4), kda=(1, 0.95, 0.6)))
+    point = findings.capacity_headline(s, title)
+    assert point.claim.startswith("At the same width, softmax's cache holds all 16 pairs (100%) while every fixed")
+    assert "kda 60%, deltanet 40%" in point.claim and "16 pairs in 64 tokens, width 64" in point.claim
+    assert point.shown == "100% → 60% → 40%"
+    both = findings.capacity_headline(findings.summarise(capacity(softmax=(1, 1, 0.5), deltanet=(1, 0.9, 0.4))), title)
+    assert "even softmax's cache, which keeps every pair, reached only 50%" in both.claim
+    assert findings.capacity_headline(findings.summarise(capacity(deltanet=(1, 1, 1))), title) is None
+
+
+def test_zoology_s_picture_is_drawn_at_the_most_pairs_every_mechanism_has_with_each_state_size():
+    s = findings.summarise(capacity(softmax=(1, 1, 1), deltanet=(1, 0.9, 0.4)))
+    n, rows = findings.capacity_rows(s)
+    assert n == 16 and {x.setting.mixer for x in rows} == {"softmax", "deltanet"}
+    sizes = {x.setting.mixer: x.state_size() for x in rows}
+    assert sizes["softmax"] > sizes["deltanet"], "the cache at 64 tokens holds more numbers than the fixed state"
+    lines = findings.rising_lines(
+        findings.summarise([fake("kda", 0.5, curve=RISING), fake("kda", 1.0, pairs=2)]), lambda x: x.setting.n_pairs
+    )
+    assert lines == {"kda": [False, True]}, "one flag per point, in x order"
+
+
+def test_the_ledger_sentence_reads_the_capacity_record_first_and_the_first_record_without_it():
+    cap = [{"result": r} for r in capacity(gated_deltanet=(1, 0.8, 0.3), kda=(1, 0.9, 0.5))]
+    said = findings.ledger_sentence(cap, [], title)
+    assert said.startswith(" Small trained models, on the Learned memory page (MQAR, its capacity record): Per-channel")
+    assert "buys 20 points at 16 pairs" in said
+    first = [{"result": fake("softmax", 1.0)}, {"result": fake("kda", 0.5)}]
+    assert "its recorded sweep): At 4 pairs" in findings.ledger_sentence([], first, title)
+    assert findings.ledger_sentence([], [], title) == ""
+
+
+def test_the_capacity_caption_counts_the_points_names_the_rule_and_the_cluster_grid():
+    run = dict(
+        command="python -m lineage sweep g.json --out r.jsonl --workers 1",
+        runner="local pool of 1",
+        started="2026-12-02T15:10:00+00:00",
+        machine="x86_64, Linux",
+        cpu_count=2,
+        load_average=[4.0, 3, 2],
+    )
+    lines = [
+        {"run": run, "result": {**r, "threads": 1, "device": "cpu", "torch_version": "2.x"}}
+        for r in capacity(deltanet=(1, 1, 0.5))
+    ]
+    said = findings.capacity_caption(lines, 30, 3768)
+    assert said.startswith("6 points of the 30 in data/learned_memory_capacity_grid.json, recorded on x86_64, Linux")
+    assert "The other 24 points of that grid were not run" in said and "`python -m lineage sweep g.json" in said
+    assert "none of its last 10 evaluations (every 25 steps) is 1 point above the best before them" in said
+    assert "(3,768 points in all) are the cluster grid's" in said
 
 
 def test_the_zoology_check_follows_the_numbers():

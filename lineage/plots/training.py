@@ -86,14 +86,17 @@ def accuracy_sweep(
     log_x: bool = False,
     height: int = 420,
     dodge: float = 0.0,
+    rising: Mapping[str, Sequence[bool]] | None = None,
 ) -> go.Figure:
     """Final held-out accuracy against a task size (pairs, sequence length) or a state size, one line per line key:
     ``points`` key -> (sizes, accuracies) from the recorded run. A key is a mixer, or ``"mixer/variant"`` (drawn in
     the mixer's colour, dotted, named by ``names``). ``spread`` key -> (lowest, highest) accuracy over the seeds at
     each size, drawn as error bars; ``live`` adds the points re-run here as open markers. ``dodge``: lines are drawn
     this far apart along x (a fraction of a decade on a log axis), so points at the same size and accuracy do not hide
-    one another; the hover gives the true size."""
+    one another; the hover gives the true size. ``rising`` key -> one flag per point: points that hit their budget
+    while still rising are ringed by an open triangle (their accuracy is a lower bound)."""
     data = []
+    lower_bounds: tuple[list, list, list] = ([], [], [])  # x, y, true size of the still-rising points
     for i, (key, (x, acc)) in enumerate(points.items()):
         mixer, _, variant = key.partition("/")
         line, marker = _style(mixer)
@@ -113,12 +116,29 @@ def accuracy_sweep(
             marker=marker | dict(size=9),
             hovertemplate=f"{name}, recorded<br>{x_title} %{{customdata:g}}: %{{y:.1%}}<extra></extra>",
         )
+        for xi, yi, si, flag in zip(trace["x"], y, sizes, (rising or {}).get(key, ()), strict=False):
+            if flag:
+                for column, value in zip(lower_bounds, (xi, yi, si), strict=True):
+                    column.append(float(value))
         if spread and key in spread:
             low, high = (np.asarray(v, dtype=float) for v in spread[key])
             if low.shape != y.shape or high.shape != y.shape:
                 raise ValueError(f"spread[{key!r}] must give a low and a high for each of its {y.size} points")
             trace["error_y"] = dict(type="data", symmetric=False, array=high - y, arrayminus=y - low, thickness=1.5)
         data.append(trace)
+    if lower_bounds[0]:
+        data.append(
+            dict(
+                type="scatter",
+                x=lower_bounds[0],
+                y=lower_bounds[1],
+                customdata=lower_bounds[2],
+                name="still rising when its budget ran out (a lower bound)",
+                mode="markers",
+                marker=dict(size=20, symbol="triangle-up-open", color="#444", line=dict(width=2)),
+                hovertemplate=f"still rising at its budget<br>{x_title} %{{customdata:g}}: %{{y:.1%}}<extra></extra>",
+            )
+        )
     for mixer, (x, acc) in (live or {}).items():
         line, marker = _style(mixer)
         name = mixer_title(mixer)

@@ -5,7 +5,14 @@ A *setting* is one mechanism and front end at one task size and width; the sweep
 rates and seeds. As in Zoology (Arora et al. 2023), a setting is reported at its best learning rate: the one with the
 highest mean held-out accuracy over its seeds (ties: fewer mean steps). A point that stopped at its step or time
 budget before the target is a *budget* point, and every sentence that rests on one says so, as it says when a
-result rests on one seed.
+result rests on one seed. A budget point whose held-out accuracy was still rising when the budget ran out (by
+:func:`lineage.train.loop.stopped_rising`, with its own patience or, for a record trained without one,
+:data:`lineage.train.loop.STILL_RISING`) is *still rising*: its accuracy is a lower bound, and is drawn as such.
+
+Two records: the first (:data:`RECORD`, 4 and 8 pairs at 32 tokens, with the front-end ablation) and the capacity
+record (:data:`CAPACITY_RECORD`): one model size for every mechanism, pairs from well inside to well past what its
+fixed state holds, each point trained to its target or until its accuracy stopped rising. The page's headline and its
+sentences about who falls where, and what the delta rule and the gates buy, are computed from the capacity record.
 """
 
 from __future__ import annotations
@@ -16,7 +23,14 @@ from pathlib import Path
 
 # The recorded reference sweep the Learned memory page and the ledger read (python -m lineage sweep
 # data/learned_memory_grid_cpu.json --out data/learned_memory_sweep.jsonl); absent where the package is installed alone
-RECORD = Path(__file__).resolve().parents[2] / "data" / "learned_memory_sweep.jsonl"
+DATA = Path(__file__).resolve().parents[2] / "data"
+RECORD = DATA / "learned_memory_sweep.jsonl"
+# The capacity record (python -m lineage sweep data/learned_memory_capacity_grid.json --out
+# data/learned_memory_capacity.jsonl --workers 1), the part of its grid a 2-core CPU records; the rest of the grid and
+# its larger settings are the cluster grid's capacity blocks (data/learned_memory_grid.json)
+CAPACITY_RECORD = DATA / "learned_memory_capacity.jsonl"
+CAPACITY_GRID = DATA / "learned_memory_capacity_grid.json"
+CLUSTER_GRID = DATA / "learned_memory_grid.json"
 
 MQAR_SOURCES = {
     "zoology": "Zoology (Arora et al. 2023, arXiv 2312.04927)",
@@ -25,6 +39,7 @@ MQAR_SOURCES = {
 }
 TIE = 0.02  # accuracies this close count as equal
 PLATEAU = 0.1  # within this of 1/pairs, a point is on the "one of the values" plateau
+HOLDS = 0.9  # a mechanism holds a number of pairs while its mean accuracy there is at least this
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,7 @@ class Summary:
     max_steps: int
     carried: dict  # numbers one layer carries (lineage.models.lm.LMConfig.carried)
     chance: float
+    rising: tuple[bool, ...] = ()  # per seed: stopped at its budget while its accuracy was still rising
 
     @property
     def mean(self) -> float:
@@ -71,8 +87,13 @@ class Summary:
 
     @property
     def budget(self) -> bool:
-        """Some seed stopped at its step or time budget, short of the target."""
+        """Some seed stopped short of the target: at its step or time budget, or on a plateau."""
         return not self.solved
+
+    @property
+    def still_rising(self) -> bool:
+        """Some seed hit its budget while its accuracy was still rising: the mean is a lower bound."""
+        return any(self.rising)
 
     def state_size(self) -> int:
         """Numbers one layer holds at the end of a sequence: fixed state, normaliser, conv cache, and a growing cache
@@ -93,9 +114,12 @@ class Summary:
             f"{min(self.steps):,}" if min(self.steps) == max(self.steps) else f"{min(self.steps):,}–{max(self.steps):,}"
         )
         notes = [f"best of lr {', '.join(f'{x:g}' for x in self.lrs)}: {self.lr:g}", f"{steps} steps"]
-        if self.budget:
-            hit = sum(s != "target" for s in self.stopped)
+        if plateau := sum(s == "plateau" for s in self.stopped):
+            notes.append(f"{plateau} of {seeds} seed(s) stopped rising short of the target")
+        if hit := sum(s in ("max_steps", "max_seconds") for s in self.stopped):
             notes.append(f"{hit} of {seeds} seed(s) hit the {self.max_steps:,}-step budget")
+        if rising := sum(self.rising):
+            notes.append(f"{rising} of them still rising")
         if seeds == 1:
             notes.append("one seed")
         return f"{acc}; {', '.join(notes)}"
@@ -136,9 +160,26 @@ def summarise(results: Iterable[dict]) -> list[Summary]:
                 max_steps=max(r["train"]["max_steps"] for r in rs),
                 carried=rs[0].get("carried") or {},
                 chance=TaskConfig(**rs[0]["task"]).chance,
+                rising=tuple(was_rising(r) for r in rs),
             )
         )
     return sorted(out, key=lambda x: (x.setting.front_end != "conv", x.setting.width, x.setting.n_pairs))
+
+
+def was_rising(result: dict) -> bool:
+    """Whether a point stopped at its step or time budget while its held-out accuracy was still rising, judged by
+    its own patience and rise, or :data:`lineage.train.loop.STILL_RISING` where it trained without one. A point
+    without a stored curve is not judged (False)."""
+    from lineage.train.loop import STILL_RISING, stopped_rising
+
+    curve = result.get("eval_accuracy") or []
+    if result["stopped"] not in ("max_steps", "max_seconds") or not curve:
+        return False
+    patience = result["train"].get("patience") or STILL_RISING[0]
+    min_delta = (
+        result["train"].get("min_delta", STILL_RISING[1]) if result["train"].get("patience") else STILL_RISING[1]
+    )
+    return not stopped_rising(curve, patience, min_delta)
 
 
 def main_width(summaries: Sequence[Summary]) -> int:
@@ -447,6 +488,220 @@ def memory_caption(summaries: Sequence[Summary], title) -> str:
 def on_plateau(results: Iterable, n_pairs: int) -> list:
     """The TrainResults (of one MQAR task with ``n_pairs``) that ended short of the target near 1/``n_pairs``."""
     return [r for r in results if not r.solved and abs(r.accuracy - 1 / n_pairs) < PLATEAU]
+
+
+# ---- the capacity record: who falls where, and what the write rule and the gates buy ------------------------------
+
+# (mechanism, the one it adds to, what it adds): each step of the table whose both ends a record may hold
+STEPS = (
+    ("deltanet", "linear_attention", "the delta rule"),
+    ("mamba2", "linear_attention", "a scalar gate on the additive write"),
+    ("gla", "linear_attention", "per-channel gates on the additive write"),
+    ("gated_deltanet", "deltanet", "a scalar gate on the delta rule"),
+    ("kda", "gated_deltanet", "per-channel gates (over one gate per head)"),
+)
+
+
+def _rows(summaries: Sequence[Summary]) -> dict[str, list[Summary]]:
+    """The pairs axis (matched front end, main width) by mechanism, each sorted by pairs."""
+    rows: dict[str, list[Summary]] = {}
+    for x in sorted(by_pairs(summaries), key=lambda x: x.setting.n_pairs):
+        rows.setdefault(x.setting.mixer, []).append(x)
+    return rows
+
+
+def _caveat(xs: Sequence[Summary]) -> str:
+    """What a claim resting on ``xs`` must say, in brackets (or nothing): still-rising budget points, one seed."""
+    notes = _notes(xs)
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+def _notes(xs: Sequence[Summary]) -> list[str]:
+    """The caveats of a claim resting on ``xs``: still-rising budget points, one seed."""
+    notes = []
+    if rising := [x for x in xs if x.still_rising]:
+        notes.append(
+            "still rising when the budget ran out at "
+            + ", ".join(f"{x.setting.mixer} {x.setting.n_pairs} pairs" for x in rising)
+            + ", so those are lower bounds"
+        )
+    if any(len(x.seeds) == 1 for x in xs):
+        notes.append("rests on one seed")
+    return notes
+
+
+def falls_at(xs: Sequence[Summary]) -> tuple[Summary | None, Summary | None]:
+    """A mechanism's row (sorted by pairs): the largest size it holds (mean ≥ :data:`HOLDS`, every smaller size
+    held too) and the first size it does not; None where there is none."""
+    held = None
+    for x in xs:
+        if x.mean < HOLDS:
+            return held, x
+        held = x
+    return held, None
+
+
+def falls_sentences(summaries: Sequence[Summary], title) -> list[str]:
+    """Per mechanism, where its accuracy leaves the top: the most pairs it holds and where it falls, with the
+    evidence (seeds' spread, steps, why each stopped)."""
+    out = []
+    for mixer, xs in _rows(summaries).items():
+        held, fell = falls_at(xs)
+        name = f"**{title(mixer)}**"
+        if fell is None:
+            out.append(f"{name} holds every recorded size, up to {xs[-1].setting.n_pairs} pairs: {xs[-1].evidence()}.")
+            continue
+        where = (
+            f"holds {held.setting.n_pairs} pairs ({held.mean:.0%}) and falls at {fell.setting.n_pairs}"
+            if held
+            else f"holds none of the recorded sizes; at {fell.setting.n_pairs} pairs"
+        )
+        out.append(f"{name} {where}: {fell.evidence()}{_caveat([fell])}.")
+    return out
+
+
+def step_sentences(summaries: Sequence[Summary], title) -> list[str]:
+    """What each step of the table buys on this record: the mechanism against the one it adds to, at the size where
+    they differ most (and where they tie, that they tie), with both sides' evidence."""
+    rows = _rows(summaries)
+    out = []
+    for new, old, what in STEPS:
+        if new not in rows or old not in rows:
+            continue
+        shared, pairs = _at_shared_pairs(rows[new], rows[old])
+        if not shared:
+            continue
+        a, b = max(pairs, key=lambda p: abs(p[0].mean - p[1].mean))
+        n, gap = a.setting.n_pairs, a.mean - b.mean
+        if abs(gap) <= TIE:
+            verdict = f"buys nothing measurable here: within {TIE:.0%} at every recorded size"
+        elif gap > 0:
+            verdict = f"buys {gap * 100:.0f} points at {n} pairs"
+        else:
+            verdict = f"costs {-gap * 100:.0f} points at {n} pairs"
+        out.append(
+            f"{what.capitalize()} ({title(new)} over {title(old)}) {verdict}: {title(new)} {a.evidence()}; "
+            f"{title(old)} {b.evidence()}{_caveat([a, b])}."
+        )
+    return out
+
+
+def capacity_headline(summaries: Sequence[Summary], title) -> Headline | None:
+    """The capacity record in one sentence and one number: at the most pairs every recorded mechanism was trained
+    at, the cache (softmax) against the best and worst fixed state. None without softmax and a fixed state there."""
+    rows = _rows(summaries)
+    if "softmax" not in rows or len(rows) < 2:
+        return None
+    shared = set.intersection(*({x.setting.n_pairs for x in xs} for xs in rows.values()))
+    if not shared:
+        return None
+    n = max(shared)
+    at = {m: next(x for x in xs if x.setting.n_pairs == n) for m, xs in rows.items()}
+    cache = at.pop("softmax")
+    ranked = sorted(at.values(), key=lambda x: -x.mean)
+    best, worst = ranked[0], ranked[-1]
+    s = cache.setting
+    where = "; ".join(
+        [f"MQAR, {n} pairs in {s.seq_len} tokens, width {s.width}, the capacity record", *_notes(ranked + [cache])]
+    )
+    fixed = ", ".join(f"{title(x.setting.mixer)} {x.mean:.0%}" for x in ranked)
+    if cache.mean >= HOLDS and best.mean < cache.mean - TIE:
+        claim = (
+            f"At the same width, softmax's cache holds all {n} pairs ({cache.mean:.0%}) while every fixed state "
+            f"falls short: {fixed} ({where})."
+        )
+    elif cache.mean >= HOLDS:
+        claim = (
+            f"At {n} pairs the best fixed state keeps up with softmax's cache: softmax {cache.mean:.0%}, {fixed} "
+            f"({where})."
+        )
+    else:
+        claim = (
+            f"At {n} pairs even softmax's cache, which keeps every pair, reached only {cache.mean:.0%}: this model did "
+            f"not learn that size in its budget, so the fixed states' {fixed} do not show them running out of room "
+            f"({where})."
+        )
+    return Headline(
+        claim,
+        f"{n} pairs: softmax → best fixed state ({title(best.setting.mixer)}) → worst",
+        f"{cache.mean:.0%} → {best.mean:.0%} → {worst.mean:.0%}",
+    )
+
+
+def capacity_rows(summaries: Sequence[Summary]) -> tuple[int | None, list[Summary]]:
+    """Zoology's picture: at the most pairs every mechanism was recorded at, every setting there (each width a point
+    of its mechanism's line), for accuracy against the numbers a layer carries."""
+    rows = _rows(summaries)
+    if not rows:
+        return None, []
+    shared = set.intersection(*({x.setting.n_pairs for x in xs} for xs in rows.values()))
+    if not shared:
+        return None, []
+    n = max(shared)
+    return n, by_width(summaries, n)
+
+
+def rising_lines(rows: Sequence[Summary], x_of) -> dict[str, list[bool]]:
+    """Per line of :func:`sweep_lines` (same keys, same order): whether each point has a seed that hit its budget
+    while still rising, so the chart can draw it as a lower bound."""
+    out: dict[str, list[bool]] = {}
+    for x in sorted(rows, key=x_of):
+        key = x.setting.mixer + ("" if x.setting.front_end == "conv" else f"/{x.setting.front_end}")
+        out.setdefault(key, []).append(x.still_rising)
+    return out
+
+
+def capacity_caption(results: Sequence[dict], grid_points: int, cluster_points: int) -> str:
+    """Where the capacity record's points come from: how many of its grid's, which machine, sessions and load, the
+    command that resumes it, and what is left for the cluster grid."""
+    sessions = sorted({r["run"]["started"]: r["run"] for r in results}.items())
+    commands = list(dict.fromkeys(r["run"]["command"] for r in results))
+    run = sessions[0][1]
+    first = results[0]["result"]
+    left = grid_points - len(results)
+    rest = (
+        f" The other {left} points of that grid were not run in the time this record had; the same command resumes it."
+        if left > 0
+        else ""
+    )
+    return (
+        f"{len(results)} points of the {grid_points} in data/learned_memory_capacity_grid.json, recorded on "
+        f"{run['machine']} ({run['cpu_count']} cores, {run['runner']}, {first['threads']} torch thread per point, "
+        f"load average {run['load_average'][0]:.1f} when it started: other work shared the machine), device "
+        f"{first['device']}, torch {first['torch_version']}, in {len(sessions)} session"
+        f"{'s' if len(sessions) != 1 else ''} from {sessions[0][0]}, with "
+        + " and ".join(f"`{c}`" for c in commands)
+        + f".{rest} Each point trains until {first['train']['target_accuracy']:.0%} held-out accuracy, or until "
+        f"none of its last {first['train']['patience']} evaluations (every {first['train']['eval_every']} steps) is "
+        f"{first['train']['min_delta'] * 100:.0f} point above the best before them, or {first['train']['max_steps']:,} "
+        f"steps. More seeds, learning rates and widths ({cluster_points:,} points in all) are the cluster grid's "
+        "(data/learned_memory_grid.json): none of those is drawn here."
+    )
+
+
+def ledger_sentence(capacity: Sequence[dict], first: Sequence[dict], title) -> str:
+    """The ledger's KDA row: what per-channel gates bought on the capacity record (KDA against Gated DeltaNet), or,
+    without it, who learned most on the first record; empty when neither says anything."""
+    if capacity:
+        summaries = summarise(r["result"] for r in capacity)
+        said = [line for line in step_sentences(summaries, title) if line.startswith("Per-channel gates (")]
+        if said:
+            return f" Small trained models, on the Learned memory page (MQAR, its capacity record): {said[0]}"
+    if first:
+        said = most_learned(summarise(r["result"] for r in first), title)
+        if said:
+            return f" Small trained models, on the Learned memory page (MQAR, its recorded sweep): {said}"
+    return ""
+
+
+def pointer_sentence(capacity: Sequence[dict], title) -> str:
+    """One sentence for the tour and the home page: where the fixed states fell on the capacity record, against the
+    cache; empty without one."""
+    summaries = summarise(r["result"] for r in capacity)
+    point = capacity_headline(summaries, title)
+    if point is None:
+        return ""
+    return point.claim.replace("**", "")
 
 
 # ---- the Learned memory page's words and sentences, apart from the page so they can be tested ----------------------

@@ -1,5 +1,6 @@
-"""Learned memory page: shows the recorded sweep with its command, trains a tiny config live into curves and the
-learned gates, refuses requests over the cap, and re-runs a recorded point."""
+"""Learned memory page: opens with the capacity record (who falls where, what the write rule and the gates buy,
+Zoology's picture, where each point came from), shows the first recorded sweep with its command, trains a tiny config
+live into curves and the learned gates, refuses requests over the cap, and re-runs a recorded point."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from ui.nav import PAGES
 RECORD = ROOT / "data" / "learned_memory_sweep.jsonl"
 RESULTS = [r["result"] for r in sweep.read_results(RECORD)]
 SUMMARIES = findings.summarise(RESULTS)
+CAPACITY = sweep.read_results(findings.CAPACITY_RECORD) if findings.CAPACITY_RECORD.exists() else []
+CAPACITY_SUMMARIES = findings.summarise(r["result"] for r in CAPACITY)
+needs_capacity = pytest.mark.skipif(not CAPACITY, reason="no capacity record in this copy")
 
 
 def tiny(at, **changes):
@@ -45,7 +49,7 @@ def test_page_is_registered_under_labs():
 def test_the_pairs_chart_is_the_record_at_each_settings_best_learning_rate_with_the_seeds_spread():
     at = run_page("learned_memory", seed=0)
     assert not at.exception and [t.value for t in at.title] == ["Learned memory"]
-    fig = figure(at, "MQAR at ")
+    fig = figure(at, f"MQAR at {RESULTS[0]['task']['seq_len']} tokens, width {findings.main_width(SUMMARIES)}")
     rows = findings.by_pairs(SUMMARIES) + findings.by_pairs(SUMMARIES, "none")
     assert len(fig["data"]) == len({(x.setting.mixer, x.setting.front_end) for x in rows}) > 0
     for trace in fig["data"]:
@@ -196,6 +200,47 @@ def test_a_recorded_point_re_runs_with_the_same_losses(monkeypatch):
 
 def test_the_page_opens_with_its_point_computed_from_the_record():
     at = run_page("learned_memory", seed=0)
-    point = findings.headline(SUMMARIES, mixer_title)
+    point = findings.capacity_headline(CAPACITY_SUMMARIES, mixer_title) or findings.headline(SUMMARIES, mixer_title)
     assert point is not None and at.markdown[0].value == f"**{point.claim}**"
     assert (at.metric[0].label, at.metric[0].value) == (point.label, point.shown)
+
+
+@needs_capacity
+def test_the_capacity_chart_is_the_record_at_one_width_with_spread_and_the_still_rising_points_marked():
+    at = run_page("learned_memory", seed=0)
+    rows = findings.by_pairs(CAPACITY_SUMMARIES)
+    fig = figure(at, f"MQAR at {rows[0].setting.seq_len} tokens, width {rows[0].setting.width}: the capacity record")
+    lines = [t for t in fig["data"] if t["name"].endswith("(recorded)")]
+    assert len(lines) == len({x.setting.mixer for x in rows}) > 0
+    for trace in lines:
+        xs = sorted(
+            (x for x in rows if trace["name"] == f"{mixer_title(x.setting.mixer)} (recorded)"),
+            key=lambda x: x.setting.n_pairs,
+        )
+        assert np.allclose(trace["customdata"], [x.setting.n_pairs for x in xs])
+        assert np.allclose(trace["y"], [x.mean for x in xs])
+        assert np.allclose(np.asarray(trace["y"]) - np.asarray(trace["error_y"]["arrayminus"]), [x.low for x in xs])
+    bounds = [t for t in fig["data"] if t["name"].startswith("still rising")]
+    rising = [x for x in rows if x.still_rising]
+    assert len(bounds) == (1 if rising else 0)
+    if rising:
+        assert sorted(bounds[0]["customdata"]) == sorted(x.setting.n_pairs for x in rising)
+
+
+@needs_capacity
+def test_every_capacity_sentence_is_computed_from_the_record_and_the_caption_says_where_the_points_came_from():
+    at = run_page("learned_memory", seed=0)
+    shown = [m.value for m in at.markdown]
+    said = findings.falls_sentences(CAPACITY_SUMMARIES, mixer_title) + findings.step_sentences(
+        CAPACITY_SUMMARIES, mixer_title
+    )
+    assert said and all(f"- {line}" in shown for line in said)
+    grid = len(sweep.points_of(sweep.read_grid(findings.CAPACITY_GRID))[0])
+    whole = len(sweep.points_of(sweep.read_grid(findings.CLUSTER_GRID))[0])
+    captions = " ".join(c.value for c in at.caption)
+    assert findings.capacity_caption(CAPACITY, grid, whole) in captions
+    assert f"{len(CAPACITY)} points of the {grid} in data/learned_memory_capacity_grid.json" in captions
+    n, at_n = findings.capacity_rows(CAPACITY_SUMMARIES)
+    fig = figure(at, f"The capacity record at {n} pairs: accuracy against the numbers one layer carries")
+    recorded = [t for t in fig["data"] if t["name"].endswith("(recorded)")]
+    assert sorted(float(v) for t in recorded for v in t["customdata"]) == sorted(x.state_size() for x in at_n)
