@@ -110,6 +110,9 @@ def test_the_kda_row_says_what_the_learned_memory_record_shows(tmp_path):
 
     said = ledger._learned_memory_sentence()
     assert said.startswith(" Small trained models, on the Learned memory page")
+    capacity = read_results(findings.CAPACITY_RECORD) if findings.CAPACITY_RECORD.exists() else []
+    assert said == findings.ledger_sentence(capacity, read_results(findings.RECORD), mixer_title)
     summaries = findings.summarise(r["result"] for r in read_results(findings.RECORD))
-    assert findings.most_learned(summaries, mixer_title) in said  # the page's own names and sentence
-    assert ledger._learned_memory_sentence(tmp_path / "absent.jsonl") == ""
+    first = ledger._learned_memory_sentence(capacity=tmp_path / "absent.jsonl")
+    assert findings.most_learned(summaries, mixer_title) in first  # the page's own names and sentence
+    assert ledger._learned_memory_sentence(tmp_path / "absent.jsonl", tmp_path / "absent.jsonl") == ""

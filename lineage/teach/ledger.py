@@ -423,13 +423,14 @@ def _decay_starts_after_write() -> float:
     return float(S[0, 0, 0, 0])
 
 
-def _learned_memory_sentence(record: Path = findings.RECORD) -> str:
-    """What the Learned memory page's recorded sweep shows about trained mechanisms, computed from the record."""
-    if not record.exists():
-        return ""
-    summaries = findings.summarise(r["result"] for r in read_results(record))
-    said = findings.most_learned(summaries, mixer_title)  # named as the Learned memory page names them
-    return f" Small trained models, on the Learned memory page (MQAR, its recorded sweep): {said}" if said else ""
+def _learned_memory_sentence(record: Path = findings.RECORD, capacity: Path = findings.CAPACITY_RECORD) -> str:
+    """What the Learned memory page's records show about trained mechanisms (:func:`findings.ledger_sentence`: the
+    capacity record's KDA against Gated DeltaNet, else the first record's), named as that page names them."""
+    return findings.ledger_sentence(
+        read_results(capacity) if capacity.exists() else [],
+        read_results(record) if record.exists() else [],
+        mixer_title,
+    )
 
 
 def _stage_table_rows() -> list[LedgerRow]:
