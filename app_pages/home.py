@@ -8,6 +8,7 @@ import streamlit as st
 from lineage import plots, stages
 from lineage.mechanisms import write_rule
 from lineage.teach.overview import CHART_ALT, CHART_TITLE, lineage_rows, memory_overview, ratio_section
+from lineage.train.findings import capacity_pointer
 from ui.display import chart, markdown_table, prose
 from ui.first_chart import defer_rest
 from ui.nav import PAGES
@@ -88,6 +89,11 @@ st.markdown("The softmax family sits outside the grid: it keeps every key and va
 outside = [s for s in stages.all_stages() if not s.in_grid]
 for col, stage in zip(st.columns(len(outside), border=True), outside, strict=True):
     stage_cell(col, stage)
+# The pointer to trained models says what their capacity record shows (lineage.train.findings, from the record)
+if said := capacity_pointer():
+    learned = next(entry for entry in PAGES if entry.url_path == "learned_memory")
+    st.markdown(f"**Trained, not set by hand.** {said}")
+    st.page_link(learned.file, label=learned.title, icon=learned.icon)
 
 ratio = ratio_section()
 st.subheader(ratio.heading)

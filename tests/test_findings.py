@@ -125,6 +125,15 @@ def test_the_capacity_headline_says_the_cache_holds_while_the_states_fall_and_no
     assert findings.capacity_headline(findings.summarise(capacity(deltanet=(1, 1, 1))), title) is None
 
 
+def test_the_pointer_for_the_tour_and_home_is_the_capacity_headline_and_empty_without_one():
+    lines = [{"result": r} for r in capacity(softmax=(1, 1, 1), deltanet=(1, 0.9, 0.4))]
+    assert (
+        findings.pointer_sentence(lines, title)
+        == findings.capacity_headline(findings.summarise(r["result"] for r in lines), title).claim
+    )
+    assert findings.pointer_sentence([], title) == ""
+
+
 def test_zoology_s_picture_is_drawn_at_the_most_pairs_every_mechanism_has_with_each_state_size():
     s = findings.summarise(capacity(softmax=(1, 1, 1), deltanet=(1, 0.9, 0.4)))
     n, rows = findings.capacity_rows(s)

@@ -108,8 +108,19 @@ def entry_for(url_path: str) -> PageEntry | None:
     return next((p for p in PAGES if p.url_path == url_path), None)
 
 
+def _learned_memory_finding() -> str:
+    from lineage.train.findings import capacity_pointer  # the record is read only when the tour reaches the stop
+
+    return capacity_pointer()
+
+
+# Tour stops whose line goes on with what their page's record shows, computed from that record
+_FINDINGS = {"learned_memory": _learned_memory_finding}
+
+
 def transition(entry: PageEntry) -> str:
     """The one line that leads into ``entry`` on the tour ("" if it has none)."""
     if entry.stage:
         return stages.stage(entry.stage).transition
-    return _TRANSITIONS.get(entry.url_path, "")
+    said = _FINDINGS[entry.url_path]() if entry.url_path in _FINDINGS else ""
+    return " ".join(x for x in (_TRANSITIONS.get(entry.url_path, ""), said) if x)

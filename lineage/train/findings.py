@@ -503,8 +503,10 @@ STEPS = (
 
 
 def _rows(summaries: Sequence[Summary]) -> dict[str, list[Summary]]:
-    """The pairs axis (matched front end, main width) by mechanism, each sorted by pairs."""
+    """The pairs axis (matched front end, main width) by mechanism, each sorted by pairs (none for no summaries)."""
     rows: dict[str, list[Summary]] = {}
+    if not summaries:
+        return rows
     for x in sorted(by_pairs(summaries), key=lambda x: x.setting.n_pairs):
         rows.setdefault(x.setting.mixer, []).append(x)
     return rows
@@ -696,12 +698,18 @@ def ledger_sentence(capacity: Sequence[dict], first: Sequence[dict], title) -> s
 
 def pointer_sentence(capacity: Sequence[dict], title) -> str:
     """One sentence for the tour and the home page: where the fixed states fell on the capacity record, against the
-    cache; empty without one."""
-    summaries = summarise(r["result"] for r in capacity)
-    point = capacity_headline(summaries, title)
-    if point is None:
-        return ""
-    return point.claim.replace("**", "")
+    cache (the page's headline); empty without one."""
+    point = capacity_headline(summarise(r["result"] for r in capacity), title)
+    return "" if point is None else point.claim
+
+
+def capacity_pointer(path: Path = CAPACITY_RECORD) -> str:
+    """:func:`pointer_sentence` of the capacity record on disk, mechanisms named as the Learned memory page names
+    them; empty where this copy has no record."""
+    from lineage.models.lm import mixer_title
+    from lineage.train.sweep import read_results
+
+    return pointer_sentence(read_results(path), mixer_title) if path.exists() else ""
 
 
 # ---- the Learned memory page's words and sentences, apart from the page so they can be tested ----------------------

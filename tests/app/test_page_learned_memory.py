@@ -244,3 +244,21 @@ def test_every_capacity_sentence_is_computed_from_the_record_and_the_caption_say
     fig = figure(at, f"The capacity record at {n} pairs: accuracy against the numbers one layer carries")
     recorded = [t for t in fig["data"] if t["name"].endswith("(recorded)")]
     assert sorted(float(v) for t in recorded for v in t["customdata"]) == sorted(x.state_size() for x in at_n)
+
+
+def test_the_tour_line_into_the_page_and_the_home_pointer_say_what_the_capacity_record_shows(monkeypatch):
+    """Both are the capacity record's headline, computed (empty, and the pointer left out, while it says nothing)."""
+    from ui import nav
+
+    entry = next(p for p in PAGES if p.url_path == "learned_memory")
+    said = findings.capacity_pointer()
+    assert said == findings.pointer_sentence(CAPACITY, mixer_title)
+    assert nav.transition(entry) == " ".join(x for x in (nav._TRANSITIONS["learned_memory"], said) if x)
+    monkeypatch.setattr(findings, "capacity_pointer", lambda: "Softmax held 16 pairs.")
+    assert nav.transition(entry).endswith("learn them. Softmax held 16 pairs.")
+    home = run_page("home", seed=0)
+    assert not home.exception
+    assert any(m.value == "**Trained, not set by hand.** Softmax held 16 pairs." for m in home.markdown)
+    monkeypatch.setattr(findings, "capacity_pointer", lambda: "")
+    home = run_page("home", seed=0)
+    assert not any(m.value.startswith("**Trained, not set by hand.**") for m in home.markdown)
