@@ -140,25 +140,24 @@ def hash_step(page) -> str | None:
     return page.evaluate("() => new URLSearchParams(location.hash.slice(1)).get('step')")
 
 
-def test_every_page_draws_every_chart(browser, base):
-    with visiting(browser, base) as (page, seen):
-        for p in PAGES:
-            open_page(page, base + p.file)
-            drawn = page.evaluate(CHARTS_DRAWN_JS)
-            assert all(drawn), f"{p.file}: charts not drawn: {drawn}"
-            assert len(drawn) == page.locator("script[id$='-reading']").count(), p.file
-        assert_clean(seen, f"every page from {base}")
+def assert_charts_drawn(page, what: str) -> None:
+    drawn = page.evaluate(CHARTS_DRAWN_JS)
+    assert all(drawn), f"{what}: charts not drawn: {drawn}"
+    assert len(drawn) == page.locator("script[id$='-reading']").count(), f"{what}: a chart has no element"
 
 
-def test_next_walks_the_tour_and_back_home(browser, base):
+def test_next_walks_the_tour_drawing_every_chart_and_back_home(browser, base):
+    """Shift+N from home through every page of the tour and back home; each page draws every chart it carries."""
     with visiting(browser, base) as (page, seen):
         open_page(page, base + "index.html")
+        assert_charts_drawn(page, "index.html")
         walked = []
         for _ in PAGES:
             with page.expect_navigation():
                 page.keyboard.press("Shift+N")
             page.wait_for_selector("body[data-ready='1']", timeout=LOAD_TIMEOUT_MS)
             walked.append(page.url.rsplit("/", 1)[-1].split("#")[0])
+            assert_charts_drawn(page, walked[-1])
         assert walked == [p.file for p in PAGES[1:]] + ["index.html"]
         assert not page.locator("link[rel=prev]").count(), "home, the tour's start, has no previous page"
         assert_clean(seen, f"the tour from {base}")
