@@ -36,6 +36,8 @@ def participant_colour(m: str) -> str:
     """A participant's colour: its mechanism's from the table (read at the call, so a registered entry has its own),
     or the lab's own for the hybrid and the ELU+1 variant."""
     return LAB_COLOURS[m] if m in LAB_COLOURS else mechanisms.mechanism(m).colour
+
+
 CACHE_DASH = {"cache": "dash", "cache + delta": "dashdot"}  # softmax's cache, and the hybrid's cache beside KDA
 ERROR_AXIS = "recall error ‖read − value‖"
 LINE_WIDTH_MIN = 2.0
