@@ -70,8 +70,8 @@ quarter of them hold a cache that grows. The paper reports *“{footprints.KIMI_
 Kimi K3 follows the same plan at scale. Its configuration, as public inference-simulator and llama.cpp threads
 quote it (secondary sources, listed under the schedule below), has {counts(K3)}: MLA every fourth layer and again
 at the last, so the two top layers are both MLA and the mix is {mix(K3)}, not strictly 3:1. Its parameters:
-{K3_PARAMS.parameters / 1e12:g}T as stated with the config ({K3_PARAMS.how}), {K3_ARTICLE.parameters / 1e12:g}T
-in the article ({K3_ARTICLE.how}).
+{K3_PARAMS.parameters / 1e12:g}T as stated with its config, which the article rounds to
+{K3_ARTICLE.parameters / 1e12:g}T (both secondary sources).
 """
 )
 equation_panel("hybrid")

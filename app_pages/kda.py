@@ -177,7 +177,7 @@ chart(
 st.caption(
     f"Checked: the bounded op's chunked form in fp32 equals the fp64 loop on the bounded gate to "
     f"{gb.err_chunk_fp32:.1e} (relative RMS). The bound, from K3's config as others quote it (secondary): "
-    f"{schedules.KIMI_K3_SOURCES['gate']}."
+    f"{schedules.KIMI_K3_SOURCES['gate']}; {schedules.KIMI_K3_SOURCES['why_bound']}."
 )
 
 if inputs == "story":

@@ -56,6 +56,9 @@ KIMI_K3_SOURCES = {
     "params": "2.78T total / 104.2B activated: the K3 technical report's Table 1 (arXiv 2607.24653) as quoted in "
     "public research notes, and NVIDIA-NeMo/Automodel PR #3792 ('the 2.78T hybrid MoE'); Moonshot's announcement "
     "and the article round it to 2.8T",
+    "why_bound": "why a bound: MoonshotAI/FlashKDA PR #7 (its kernel 'materializes exp(-g)', so it fails on an "
+    "unbounded gate) and issue #3 ('Kimi Linear Has no Lower Bound'); public notes on K3's report: lower-bounded "
+    "decay 'so all causal tiles use dense tensor-core matmuls'",
     "full_rank": "use_full_rank_gate true is quoted from the config (inference-sim issue #1635); lablup/mlxcel issue "
     "#1334 and notes on the report read it as the KDA *output* gate turned full-rank, while the decay gate is the "
     "bounded one: the sources disagree on which gate 'full-rank' names",
