@@ -227,8 +227,8 @@ def rule_inputs(m: Mechanism, T: int, K: int, V: int, seed: int, rule: GateRule 
     Drawn from ``seed`` in this order whatever the mechanism and the rule, so the same seed gives the same q, k, v
     on every stage page (pages compare like for like) and a rule with the gate off (α = 1) turns a gated stage into
     its ungated neighbour exactly: q, k, v ~ N(0, 1), then the jitter of the gate's logit and the noise of a random
-    β, both N(0, 1). Keys and queries are L2-normalised for the delta rule (as its layers do); linear attention gets
-    raw q, k (its feature map is applied later, :func:`as_recurrence`).
+    β, both N(0, 1). Keys and queries are L2-normalised where the layer does it (``LayerOptions.l2norm``); linear
+    attention gets raw q, k (its feature map is applied later, :func:`as_recurrence`).
     """
     for name in ("alpha", "alpha_min"):
         a = getattr(rule, name)
@@ -242,7 +242,7 @@ def rule_inputs(m: Mechanism, T: int, K: int, V: int, seed: int, rule: GateRule 
     v = torch.randn(1, 1, T, V, generator=gen)
     jitter = torch.randn(1, 1, T, K, generator=gen)
     beta_noise = torch.randn(1, 1, T, generator=gen)
-    if m.rule == "delta":
+    if m.layer.l2norm:  # as its layer feeds its op (the delta rule's layers: I − β k kᵀ stays a contraction)
         q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
     g = None
     if m.takes("g"):
