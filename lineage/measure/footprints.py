@@ -248,6 +248,8 @@ def llama_ffn_dim(dim: int, multiple_of: int, ffn_dim_multiplier: float | None) 
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
+_KIMI_KDA, _KIMI_MLA = KIMI_LINEAR_SCHEDULE.count("kda"), KIMI_LINEAR_SCHEDULE.count("mla")
+
 MODELS: dict[str, ModelSpec] = {
     "gpt2": ModelSpec(
         name="GPT-2 124M",
@@ -328,9 +330,9 @@ MODELS: dict[str, ModelSpec] = {
         "models/kimi_linear.py (27 layers, hidden 2304, full_attn_layers 4,8,12,16,20,24,27, KDA 32 heads "
         "× 128, short conv 4, MLA kv_lora_rank 512, qk_rope_head_dim 64, max_position_embeddings 1048576); "
         "48B total / 3B activated per Kimi Linear, arXiv 2510.26692",
-        notes="20 KDA + 7 MLA layers (the paper's 3:1 is approximate: 20:7 is about 2.9:1). Its MLA uses no "
-        "positional encoding (NoPE) but "
-        "keeps the 64-wide shared key in the cache layout, so each MLA layer still caches 512 + 64 numbers.",
+        notes=f"{_KIMI_KDA} KDA + {_KIMI_MLA} MLA layers (the paper's 3:1 is approximate: {_KIMI_KDA}:{_KIMI_MLA} is "
+        f"about {_KIMI_KDA / _KIMI_MLA:.2g}:1). Its MLA uses no positional encoding (NoPE) but keeps the 64-wide "
+        "shared key in the cache layout, so each MLA layer still caches 512 + 64 numbers.",
     ),
 }
 
@@ -363,7 +365,8 @@ def kimi_k3_spec(config: dict = KIMI_K3_CONFIG) -> ModelSpec:
         "(secondary sources: the config as others quote it)",
         notes=f"{len(c['full_attn_layers'])} MLA + {c['num_hidden_layers'] - len(c['full_attn_layers'])} KDA layers: "
         "MLA every fourth layer and again at the last, so the final two layers are both MLA and the ratio is not "
-        "strictly 3:1. NoPE MLA caching 512 + 64 numbers per token, as Kimi Linear's.",
+        f"strictly 3:1. NoPE MLA caching {c['kv_lora_rank']} + {c['qk_rope_head_dim']} numbers per token, as Kimi "
+        "Linear's.",
     )
 
 
