@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lineage import schedules, stages
+from lineage import mechanisms, schedules, stages
 from lineage.measure import footprints
 from lineage.plots.memory import short_title
 from tests.app.util import figure, markdown_table, metrics, run_page
@@ -37,6 +37,9 @@ def test_home_page():
     cells = stages.grid()
     assert len(cells) == len(stages.grid_rules()) * len(stages.GRID_GATES)
     assert stages.grid_title(cells) in [h.value for h in at.subheader]  # the heading counts the grid it shows
+    rows = [f"**{mechanisms.write_rule(r).name}** write" for r in stages.grid_rules()]
+    assert [m.value for m in at.markdown if m.value in rows] == rows, "one row per write rule, named by its definition"
+    assert all(mechanisms.write_rule(r).gloss in " ".join(m.value for m in at.markdown) for r in stages.grid_rules())
     in_grid = [s.key for in_cell in cells.values() for s in in_cell]
     assert sorted(in_grid) == sorted(s.key for s in stages.all_stages() if s.in_grid), "every grid stage drawn once"
 
