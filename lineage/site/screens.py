@@ -28,7 +28,7 @@ from lineage.plots.story_chart import ALT as STORY_ALT
 from lineage.plots.story_chart import key_line as plotted_key_line
 from lineage.plots.story_chart import story_chart as plotted_story_chart
 from lineage.plots.vocabulary import figure_problems
-from lineage.teach import claims, ledger, overview
+from lineage.teach import claims, ledger, overview, units
 from lineage.teach.equations import equation
 from lineage.teach.story import story_for
 
@@ -187,30 +187,15 @@ def checked_line(run) -> Text:
 
 
 def _linear_run(stage_key: str):
-    """The default story's run and claim of a linear-memory stage page (its ``live`` / ``on_story`` at defaults)."""
-    story = story_for(STORY_T, STATE_K, STATE_V)
-    knobs = claims.Knobs()  # every page's sliders open at the Knobs defaults
+    """The default story's run and claim of a linear-memory stage page: its run at the pages' default knobs and the
+    claim its unit proves (lineage.teach.units.stage_claim, which the pages call); the hybrid's needle as its page."""
     if stage_key == "hybrid":
         story = story_for(STORY_T, claims.HYBRID_STATE_K, STATE_V)
         run = claims.run_story("kda", story, claims.Knobs(alpha_switch=1.0), repeats=1)
         return run, story, claims.hybrid_claim(claims.hybrid_needle(story, run), story)
-    run = claims.run_story(stage_key, story, knobs)
-    if stage_key == "linear_attention":
-        claim = claims.linear_claim(run, story, claims.trace_story("deltanet", story), knobs.feature_map)
-    elif stage_key == "deltanet":
-        claim = claims.deltanet_claim(run, story, claims.trace_story("linear_attention", story), knobs.beta)
-    elif stage_key == "mamba2":
-        off = claims.run_story("mamba2", story, claims.Knobs(alpha_keep=1.0, alpha_switch=1.0))
-        claim = claims.forget_claim("mamba2", run, story, off)
-    elif stage_key == "gated_deltanet":
-        claim = claims.forget_claim("gated_deltanet", run, story, claims.run_story("deltanet", story, knobs))
-    elif stage_key == "gla":
-        claim = claims.channel_claim("gla", run, story, claims.trace_story("mamba2", story, knobs))
-    elif stage_key == "kda":
-        claim = claims.channel_claim("kda", run, story, claims.run_story("gated_deltanet", story, knobs))
-    else:
-        raise ValueError(f"stage {stage_key!r} has no linear-memory story page")
-    return run, story, claim
+    story = story_for(STORY_T, STATE_K, STATE_V)
+    run = claims.run_story(stage_key, story, units.DEFAULT_KNOBS)
+    return run, story, units.stage_claim(stage_key, run, story)
 
 
 def _softmax_blocks(stage_key: str) -> list[Block]:
@@ -267,7 +252,8 @@ def stage_screen(stage_key: str) -> Screen:
         blocks.append(claim_block(claim))
         blocks += story_chart(stage_key, run, story, start=story.T - 1, normaliser=stage_key == "linear_attention")
         blocks.append(checked_line(run))
-    blocks.append(Text(f"**The update.** {s.summary}.", prose=True))
+    if prose := units.unit(stage_key).prose:
+        blocks.append(Text(prose, prose=True))
     blocks += equation_blocks(stage_key)
     return Screen(stage_key, s.title, tuple(blocks), live_note=STAGE_LIVE)
 
