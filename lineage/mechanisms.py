@@ -173,21 +173,21 @@ def registered_rule(rule: WriteRule) -> Iterator[WriteRule]:
 # The op contract: which tensors an op takes, and their shapes
 # ---------------------------------------------------------------------------------------------------------------
 
-DIMS = ("B", "H", "T", "K", "V")  # batch, heads, steps, key width, value width
+DIMS = ("B", "H", "T", "K", "V")  # batch, heads, steps, key width, value width: the package's; an op may name more
 GATE_DIMS = {"none": None, "scalar": ("B", "H", "T"), "channel": ("B", "H", "T", "K")}  # the log-gate g, by gate
 
 
 @dataclass(frozen=True)
 class OpInput:
-    """One positional tensor of a mechanism's op: its name and its shape, in the dimensions of :data:`DIMS`."""
+    """One positional tensor of a mechanism's op: its name and its shape, as named dimensions: those of :data:`DIMS`,
+    or one of the op's own (Gated DeltaProduct's keys per token, say "N"), which the caller's sizes then give."""
 
     name: str  # "q", "k", "v", "g", "beta", … (the op's parameter)
     dims: tuple[str, ...]  # e.g. ("B", "H", "T", "K")
 
     def __post_init__(self):
-        unknown = [d for d in self.dims if d not in DIMS]
-        if unknown:
-            raise ValueError(f"{self.name}: dims must be drawn from {DIMS}, got {self.dims!r}")
+        if not self.dims or not all(isinstance(d, str) and d.isidentifier() for d in self.dims):
+            raise ValueError(f"{self.name}: dims must be dimension names such as {DIMS}, got {self.dims!r}")
 
     def shape(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
         """The shape at ``sizes`` (a mapping with every dimension this input has: {"B": 2, "H": 3, …})."""

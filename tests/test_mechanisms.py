@@ -367,6 +367,12 @@ def test_an_entry_stating_its_own_contract_is_called_and_checked_by_it():
         assert checks and all(c.ok for c in checks), checks
     with pytest.raises(ValueError, match="must start with q, k, v"):
         dataclasses.replace(REORDERED, op_inputs=REORDERED.op_inputs[::-1])
+    product = mechanisms.OpInput("beta", ("B", "H", "T", "N"))  # a write strength per key of the step (DeltaProduct)
+    assert product.shape(SIZES | {"N": 2}) == (2, 3, 9, 2)
+    with pytest.raises(ValueError, match="beta is B×H×T×N: sizes lack N"):
+        product.shape(SIZES)
+    with pytest.raises(ValueError, match="dims must be dimension names"):
+        mechanisms.OpInput("w", ("B", "H", 3))
     extra = (*mechanisms.QKV, mechanisms.OpInput("w", ("B", "H", "T")))
     with pytest.raises(ValueError, match=r"draw_inputs draws q, k, v, g and beta; the contract also names \['w'\]"):
         draw_inputs(extra, SIZES, torch.Generator())
