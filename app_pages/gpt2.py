@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lineage import plots
-from lineage.plots.story import attention_story
+from lineage.plots.story_chart import recompute_story_chart
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import MIN_T, story_for
 from ui.caps import caps
@@ -79,21 +79,8 @@ step = step_control("gpt2", T)
 with top:
     if story is not None:
         show_claim(out["claim"])
-        chart(
-            attention_story(
-                run.trace.attn,
-                step_labels=story.labels,
-                sentences=claims.softmax_step_sentences(run, story, "gpt2"),
-                series={"no cache": cost.rows_recompute, "KV cache": cost.rows_cached},
-                series_title="Q/K/V rows projected for this token",
-                y_title="rows",
-                start=step,
-            ),
-            key="gpt2_story",
-            alt="Animated attention of head 0 over the story's tokens beside the rows projected per token, without "
-            "and with a cache, with a marker at the current step.",
-            export_name="gpt2_story",
-        )
+        drawn = recompute_story_chart(run, story, start=step)
+        chart(drawn.fig, key="gpt2_story", alt=drawn.alt, export_name="gpt2_story")
         story_key(story)
     else:
         story_only()

@@ -7,8 +7,7 @@ import streamlit as st
 from lineage import plots
 from lineage.measure import footprints
 from lineage.ops.softmax import tiled_softmax_attention
-from lineage.plots.palette import MEMORY_COLOURS
-from lineage.plots.story import attention_story
+from lineage.plots.story_chart import cache_story_chart
 from lineage.teach import claims, stage_runs
 from lineage.teach.story import MIN_T, story_for
 from ui.caps import caps
@@ -84,22 +83,8 @@ step = step_control("kv_cache", T)
 with top:
     if story is not None:
         show_claim(out["claim"])
-        chart(
-            attention_story(
-                run.trace.attn,
-                step_labels=story.labels,
-                sentences=claims.softmax_step_sentences(run, story, "kv_cache"),
-                series={"bytes held": held, "bytes read so far": held.cumsum()},
-                series_title="Head 0's cache",
-                y_title="bytes",
-                start=step,
-                colours={"bytes held": MEMORY_COLOURS["cache"]},  # a cache: the colour of what grows, on every page
-            ),
-            key="kv_cache_story",
-            alt="Animated attention of head 0 over the story's tokens beside the bytes its cache holds and the bytes "
-            "read so far, with a marker at the current step.",
-            export_name="kv_cache_story",
-        )
+        drawn = cache_story_chart(run, story, start=step)
+        chart(drawn.fig, key="kv_cache_story", alt=drawn.alt, export_name="kv_cache_story")
         story_key(story)
     else:
         story_only()

@@ -1,6 +1,8 @@
-"""A stage page's story chart, composed once for the app (``ui.story.story_chart``) and the static site
-(:mod:`lineage.site`): the state as a fact table over the story (:func:`lineage.plots.story.story_memory`) with the
-held answers and each step's sentence, its colour range set by the fact cells, and the key line that goes under it."""
+"""A stage page's story chart, composed once for the app (``ui.story.story_chart``, the GPT-2 and KV-cache pages) and
+the static site (:mod:`lineage.site`): on a linear-memory stage the state as a fact table over the story
+(:func:`lineage.plots.story.story_memory`) with the held answers and each step's sentence, its colour range set by the
+fact cells; on the softmax stages the attention over the story beside what each token costs
+(:func:`lineage.plots.story.attention_story`); and the key line that goes under either."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from lineage.plots.story import HELD_SPREAD, story_memory
+from lineage.plots.palette import MEMORY_COLOURS
+from lineage.plots.story import HELD_SPREAD, attention_story, story_memory
 from lineage.plots.vocabulary import spread_coinciding
-from lineage.teach.claims import held_over_time, step_sentences
+from lineage.teach.claims import held_over_time, softmax_step_sentences, step_sentences
 from lineage.teach.story import FILLER, FILLER_VALUE
 
 ALT = (
@@ -37,6 +40,7 @@ def key_line(story, *, normaliser: bool = False, extra: str = "") -> str:
 class StoryChart:
     fig: go.Figure
     key: str  # the key line under it
+    alt: str = ALT  # its alt text
 
 
 def story_chart(run, story, *, start: int, normaliser: bool = False) -> StoryChart:
@@ -70,3 +74,46 @@ def story_chart(run, story, *, start: int, normaliser: bool = False) -> StoryCha
     if any(spread_coinciding(held, offset=HELD_SPREAD)[1].values()):
         extra.append(f"answers that read back alike are drawn {HELD_SPREAD * 100:.0f} points apart (hover: values)")
     return StoryChart(fig, key_line(story, normaliser="z" in columns, extra=" · ".join(extra)))
+
+
+RECOMPUTE_ALT = (
+    "Animated attention of head 0 over the story's tokens beside the rows projected per token, without and with a "
+    "cache, with a marker at the current step."
+)
+CACHE_ALT = (
+    "Animated attention of head 0 over the story's tokens beside the bytes its cache holds and the bytes read so far, "
+    "with a marker at the current step."
+)
+
+
+def recompute_story_chart(run, story, *, start: int) -> StoryChart:
+    """GPT-2's story chart: ``run`` (a ``SoftmaxRun`` on ``story``) attending over the story, beside the Q/K/V rows
+    each token projects without a cache and with one."""
+    cost = run.cost
+    fig = attention_story(
+        run.trace.attn,
+        step_labels=story.labels,
+        sentences=softmax_step_sentences(run, story, "gpt2"),
+        series={"no cache": cost.rows_recompute, "KV cache": cost.rows_cached},
+        series_title="Q/K/V rows projected for this token",
+        y_title="rows",
+        start=start,
+    )
+    return StoryChart(fig, key_line(story), RECOMPUTE_ALT)
+
+
+def cache_story_chart(run, story, *, start: int) -> StoryChart:
+    """The KV cache's story chart: ``run`` attending over the story, beside the bytes head 0's cache holds and the
+    bytes read so far."""
+    held = run.trace.cache_bytes  # KVCache.nbytes of head 0 after each step
+    fig = attention_story(
+        run.trace.attn,
+        step_labels=story.labels,
+        sentences=softmax_step_sentences(run, story, "kv_cache"),
+        series={"bytes held": held, "bytes read so far": held.cumsum()},
+        series_title="Head 0's cache",
+        y_title="bytes",
+        start=start,
+        colours={"bytes held": MEMORY_COLOURS["cache"]},  # a cache: the colour of what grows, on every page
+    )
+    return StoryChart(fig, key_line(story), CACHE_ALT)

@@ -21,11 +21,10 @@ import plotly.io as pio
 
 from lineage import plots, stages
 from lineage.measure import footprints
-from lineage.plots.palette import MEMORY_COLOURS
 from lineage.plots.present import PROJECTION, projecting
-from lineage.plots.story import attention_story, decode_ratio_curves
+from lineage.plots.story import decode_ratio_curves
 from lineage.plots.story_chart import ALT as STORY_ALT
-from lineage.plots.story_chart import key_line as plotted_key_line
+from lineage.plots.story_chart import cache_story_chart, recompute_story_chart
 from lineage.plots.story_chart import story_chart as plotted_story_chart
 from lineage.plots.vocabulary import figure_problems
 from lineage.teach import claims, ledger, overview, units
@@ -171,10 +170,6 @@ def story_chart(stage_key: str, run, story, *, start: int, normaliser: bool = Fa
     return [_figure(f"{stage_key}_story", build, STORY_ALT), Text(key, small=True)]
 
 
-def key_line(story) -> Text:
-    return Text(plotted_key_line(story), small=True)
-
-
 def checked_line(run) -> Text:
     return Text(
         f"Checked against the reference loop: chunked form {run.err_chunk:.1e}, T × T form {run.err_parallel:.1e} "
@@ -199,35 +194,20 @@ def _linear_run(stage_key: str):
 
 
 def _softmax_blocks(stage_key: str) -> list[Block]:
+    """GPT-2's and the KV cache's first screen: the claim, the story chart, its key line (and GPT-2's check)."""
     story = story_for(STORY_T)
     if stage_key == "gpt2":
         run = claims.run_softmax_story(story, SOFTMAX_HEADS, SOFTMAX_HEAD_DIM, SEED)
-        claim = claims.gpt2_claim(run, story)
-        cost = run.cost
-        series = {"no cache": cost.rows_recompute, "KV cache": cost.rows_cached}
-        extra = dict(series_title="Q/K/V rows projected for this token", y_title="rows")
-        alt = (
-            "Animated attention of head 0 over the story's tokens beside the rows projected per token, without "
-            "and with a cache, with a marker at the current step."
-        )
+        claim, drawn = claims.gpt2_claim(run, story), recompute_story_chart
     else:
         run = claims.run_softmax_story(story, SOFTMAX_HEADS, SOFTMAX_HEAD_DIM, SEED, block_size=KV_BLOCK)
-        claim = claims.kv_cache_claim(run, story)
-        held = run.trace.cache_bytes
-        series = {"bytes held": held, "bytes read so far": held.cumsum()}
-        extra = dict(series_title="Head 0's cache", y_title="bytes", colours={"bytes held": MEMORY_COLOURS["cache"]})
-        alt = (
-            "Animated attention of head 0 over the story's tokens beside the bytes its cache holds and the bytes "
-            "read so far, with a marker at the current step."
-        )
-    sentences = claims.softmax_step_sentences(run, story, stage_key)
-
-    def build() -> go.Figure:
-        return attention_story(
-            run.trace.attn, step_labels=story.labels, sentences=sentences, series=series, start=story.T - 1, **extra
-        )
-
-    blocks: list[Block] = [claim_block(claim), _figure(f"{stage_key}_story", build, alt), key_line(story)]
+        claim, drawn = claims.kv_cache_claim(run, story), cache_story_chart
+    chart = drawn(run, story, start=story.T - 1)
+    blocks: list[Block] = [
+        claim_block(claim),
+        _figure(f"{stage_key}_story", lambda: drawn(run, story, start=story.T - 1).fig, chart.alt),
+        Text(chart.key, small=True),
+    ]
     if stage_key == "gpt2":  # the GPT-2 page checks its two generations under the chart; the KV cache page later
         blocks.append(
             Text(
