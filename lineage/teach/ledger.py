@@ -153,8 +153,8 @@ def _ratio_rows() -> list[LedgerRow]:
         f"arithmetic); {r.arithmetic(r.k3_article, r.gpt2_exact)} over GPT-2's exact count",
         how="computed",
         verdict="verified" if int(r.article_to_nominal) == 22_580 else "differs",
-        why="The article's arithmetic holds for its own 2.8T. Over GPT-2's exact 124,439,808 parameters, counted from "
-        "its config, the same division gives fewer.",
+        why=f"The article's arithmetic holds for its own {r.k3_article / 1e12:g}T. Over GPT-2's exact "
+        f"{r.gpt2_exact:,} parameters, counted from its config, the same division gives fewer.",
         page="home",
         source=ARTICLE,
     )
@@ -165,7 +165,8 @@ def _ratio_rows() -> list[LedgerRow]:
         f"{r.arithmetic(r.k3_config, r.gpt2_exact)} over GPT-2's exact count",
         how="computed",
         verdict="verified" if int(r.config_to_nominal) == 22_580 else "differs",
-        why="K3's released count is 2.78T, which the article rounds to 2.8T; with it the title's division gives "
+        why=f"K3's released count is {r.k3_config / 1e12:g}T, which the article rounds to {r.k3_article / 1e12:g}T; "
+        "with it the title's division gives "
         f"{int(r.config_to_nominal):,}. Both counts are from secondary sources: "
         f"{footprints.PARAMETER_FACTS['kimi-k3'].source}.",
         page="home",
@@ -298,6 +299,9 @@ def _k3_rows() -> list[LedgerRow]:
     k3 = footprints.MODELS["kimi-k3"]
     n_mla, n_kda = len(k3.layers_of("mla")), len(k3.layers_of("kda"))
     share = n_kda / k3.n_layers
+    fourth = [p for p in k3.layers_of("mla") if p % 4 == 0]  # MLA closing a block of three KDA layers
+    extra = [p for p in k3.layers_of("mla") if p % 4]
+    kimi = schedules.KIMI_LINEAR_SCHEDULE
     saving = hybrid_saving(k3, ONE_M)
     sources = f"{schedules.KIMI_K3_SOURCES['layers']} (secondary)"
     return [
@@ -319,9 +323,10 @@ def _k3_rows() -> list[LedgerRow]:
             "strictly 3:1)",
             how="computed",
             verdict="verified" if abs(share - 0.75) < SHARE_TOL else "differs",
-            why=f"Counted on the config's layer list: 23 blocks of 3 KDA + 1 MLA, then one more MLA at layer "
-            f"{k3.n_layers}, so the last two layers are both MLA. Within {SHARE_TOL:.0%} of the article's 75%, as "
-            "Kimi Linear's 20 of 27 is.",
+            why=f"Counted on the config's layer list: {len(fourth)} blocks of 3 KDA + 1 MLA, then MLA again at "
+            f"{positions(extra) or 'no other layer'}. The share is "
+            f"{'within' if abs(share - 0.75) < SHARE_TOL else 'not within'} {SHARE_TOL:.0%} of the article's 75%; "
+            f"Kimi Linear's {kimi.count('kda')} of {len(kimi)} is {kimi.count('kda') / len(kimi):.1%}.",
             page="hybrid",
             source=f"{ARTICLE}; {sources}",
         ),
