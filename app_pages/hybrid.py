@@ -94,7 +94,8 @@ if preset == "custom":
         4,
         bind="query-params",
         key="hybrid_every",
-        help="N = 4 is 3 KDA : 1 MLA, the ratio Kimi Linear's paper names (its 48B model has 20 KDA : 7 MLA).",
+        help=f"N = 4 is 3 KDA : 1 MLA, the ratio Kimi Linear's paper names (its 48B model has {mix(KIMI)}, "
+        f"Kimi K3 {mix(K3)}).",
     )
     schedule = run_or_stop(hybrid.periodic_schedule, n_layers, every)
     spec = footprints.kimi_linear_spec(schedule)
