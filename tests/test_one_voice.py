@@ -195,7 +195,7 @@ def test_the_two_hybrid_savings_carry_their_words():
     s = ledger.hybrid_saving("kimi-linear-48b", ledger.ONE_M)
     assert s.cache != s.total and ledger.SAVING_CACHE in s.text() and ledger.SAVING_TOTAL in s.text()
     assert s.text().startswith(f"−{s.cache:.1%} {ledger.SAVING_CACHE}")
-    assert ledger.RATIO_NOMINAL != ledger.RATIO_EXACT
+    assert ledger.RATIO_NOMINAL != ledger.RATIO_CONFIG
 
 
 def _marked_spans(text: str) -> list[str]:

@@ -820,10 +820,6 @@ class LineageRatio:
     def article_to_exact(self) -> float:  # 2.8T / 124,439,808
         return self.k3_article / self.gpt2_exact
 
-    # the article's pair, under the names the pages used before K3's config was public
-    ratio_to_nominal = article_to_nominal
-    ratio_to_computed = article_to_exact
-
     def arithmetic(self, k3: int, gpt2: int) -> str:
         """One division written out: '2.78T / 124M = 22,419.4'."""
         gpt2_text = f"{gpt2 / 1e6:g}M" if gpt2 == self.gpt2_nominal else f"{gpt2:,}"
