@@ -52,6 +52,20 @@ def test_a_grid_file_becomes_its_cross_product_without_repeats_or_impossible_poi
     assert [p.key for p in again] == [p.key for p in points], "a point in two blocks is trained once"
 
 
+def test_a_block_with_patience_gives_its_points_a_new_key_and_without_it_the_first_records_keys_stay():
+    """Patience came after the first record: off (0), it is left out of a point's key, so that record's points keep
+    theirs and a resumed sweep skips them; on, it sets the point apart."""
+    block = TINY_GRID["blocks"][0] | {"mixers": ["deltanet"], "lrs": [0.001]}
+    (off,), _ = sweep.points_of([sweep.Block.from_dict(block)])
+    (on,), _ = sweep.points_of([sweep.Block.from_dict(block | {"patience": 5, "min_delta": 0.02})])
+    assert on.train["patience"] == 5 and on.train["min_delta"] == 0.02 and off.train["patience"] == 0
+    before = {k: v for k, v in off.train.items() if k not in ("patience", "min_delta")}
+    assert off.key == sweep.Point(off.task, off.model, before, off.seed).key != on.key
+    first = [json.loads(line)["key"] for line in (ROOT / "data" / "learned_memory_sweep.jsonl").open()]
+    cpu, _ = sweep.points_of(sweep.read_grid(ROOT / "data" / "learned_memory_grid_cpu.json"))
+    assert set(first) <= {p.key for p in cpu}, "the first record still resumes"
+
+
 @pytest.mark.parametrize(
     "content, match",
     [
