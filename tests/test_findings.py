@@ -77,6 +77,11 @@ def test_spread_is_the_lowest_and_highest_seed():
     assert "70.0% (seeds 50.0%–90.0%)" in s.evidence()
 
 
+def test_one_learning_rate_is_named_as_such_not_as_the_best_of_one():
+    (x,) = findings.summarise([fake("kda", 0.5, lr=3e-3)])
+    assert "; lr 0.003, 500 steps" in x.evidence() and "best of" not in x.evidence()
+
+
 def test_a_budget_point_is_still_rising_only_when_its_last_evaluations_rose():
     rising = fake("deltanet", 0.88, curve=RISING)
     flat = fake("deltanet", 0.4, curve=FLAT)

@@ -113,7 +113,12 @@ class Summary:
         steps = (
             f"{min(self.steps):,}" if min(self.steps) == max(self.steps) else f"{min(self.steps):,}–{max(self.steps):,}"
         )
-        notes = [f"best of lr {', '.join(f'{x:g}' for x in self.lrs)}: {self.lr:g}", f"{steps} steps"]
+        lr = (
+            f"best of lr {', '.join(f'{x:g}' for x in self.lrs)}: {self.lr:g}"
+            if len(self.lrs) > 1
+            else f"lr {self.lr:g}"
+        )
+        notes = [lr, f"{steps} steps"]
         if plateau := sum(s == "plateau" for s in self.stopped):
             notes.append(f"{plateau} of {seeds} seed(s) stopped rising short of the target")
         if hit := sum(s in ("max_steps", "max_seconds") for s in self.stopped):
