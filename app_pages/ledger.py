@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 from lineage import schedules
 from lineage.plots.story import decode_ratio_curves
-from lineage.teach import ledger
+from lineage.teach import ledger, overview
 from ui.display import chart, markdown_table
 from ui.running import run_or_stop
 
-CONTEXTS = [2**p for p in range(12, 21)]  # 4,096 … 1,048,576 tokens
-BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096])
+CONTEXTS = overview.LEDGER_CONTEXTS
+BATCHES = overview.LEDGER_BATCHES
 
 st.title("Claims ledger")
 st.caption(
@@ -51,7 +50,7 @@ def ledger_rows(schedule: tuple[str, ...], context: int, batch: int) -> list[led
 
 
 rows = run_or_stop(ledger_rows, tuple(schedule), context, batch)
-counts = {v: sum(r.verdict == v for r in rows) for v in ("verified", "differs", "quoted only")}
+counts = overview.verdict_counts(rows)
 m1, m2, m3 = st.columns(3)
 m1.metric("verified", counts["verified"])
 m2.metric("differs (the app says why)", counts["differs"])
@@ -80,16 +79,20 @@ st.markdown(
     "sequence the weights (the same for both) dominate and the ratio stays low; with many sequences the caches "
     "dominate and the ratio climbs towards the ratio of cache bytes — and stops there."
 )
-ratios = {f"{n:,} tokens": ledger.decode_ratio(BATCHES, n, schedule) for n in (CONTEXTS[0], 2**17, context)}
-ceiling = float(ledger.decode_ratio(1e12, context, schedule))
+decode = overview.decode_ratios(schedule, context, batch)
+ceiling = decode.ceiling
 chart(
     decode_ratio_curves(
-        BATCHES, ratios, paper=6.0, ceiling=ceiling, title="Bandwidth floor: all-MLA over the hybrid, by batch"
+        decode.batches,
+        decode.ratios,
+        paper=overview.PAPER_DECODE,
+        ceiling=ceiling,
+        title="Bandwidth floor: all-MLA over the hybrid, by batch",
     ),
     key="ledger_decode_ratio",
     alt="Decode-time ratio of all-MLA over the hybrid against batch size, rising towards the cache ratio, below 6×.",
 )
-at = float(ledger.decode_ratio(batch, context, schedule))
+at = decode.at
 st.markdown(
     f"At {context:,} tokens and batch {batch}, the floor gives **{at:.2f}×**; no batch takes it past "
     f"**{ceiling:.2f}×**, below the paper's 6× ({ledger.KIMI_PAPER}, abstract). A bytes-read model leaves out the "

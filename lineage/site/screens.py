@@ -278,28 +278,22 @@ def home_screen() -> Screen:
     return Screen("home", "Attention Lineage", tuple(blocks))
 
 
-LEDGER_BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096])  # app_pages/ledger.py's BATCHES
-LEDGER_SHORT = 2**12  # the ledger's shortest context (its CONTEXTS[0])
-
-
 def ledger_screen(page_link: Callable[[str], str]) -> Screen:
     """The claims ledger at its defaults (Kimi Linear's own schedule, 1M tokens, batch 1), as app_pages/ledger.py."""
     from lineage import schedules
 
     schedule = schedules.KIMI_LINEAR_SCHEDULE
-    context, batch = ledger.ONE_M, 1
+    context, batch = overview.LEDGER_CONTEXTS[-1], 1  # the page's defaults: Kimi Linear's own schedule, batch 1
     rows = ledger.ledger(schedule, context, batch)
-    counts = {v: sum(r.verdict == v for r in rows) for v in ("verified", "differs", "quoted only")}
-    ratios = {f"{n:,} tokens": ledger.decode_ratio(LEDGER_BATCHES, n, schedule) for n in (LEDGER_SHORT, 2**17, context)}
-    ceiling = float(ledger.decode_ratio(1e12, context, schedule))
-    at = float(ledger.decode_ratio(batch, context, schedule))
+    counts = overview.verdict_counts(rows)
+    decode = overview.decode_ratios(schedule, context, batch)
 
     def build() -> go.Figure:
         return decode_ratio_curves(
-            LEDGER_BATCHES,
-            ratios,
-            paper=6.0,
-            ceiling=ceiling,
+            decode.batches,
+            decode.ratios,
+            paper=overview.PAPER_DECODE,
+            ceiling=decode.ceiling,
             title="Bandwidth floor: all-MLA over the hybrid, by batch",
         )
 
@@ -334,8 +328,8 @@ def ledger_screen(page_link: Callable[[str], str]) -> Screen:
             "below 6×.",
         ),
         Text(
-            f"At {context:,} tokens and batch {batch}, the floor gives **{at:.2f}×**; no batch takes it past "
-            f"**{ceiling:.2f}×**, below the paper's 6× ({ledger.KIMI_PAPER}, abstract)."
+            f"At {context:,} tokens and batch {batch}, the floor gives **{decode.at:.2f}×**; no batch takes it past "
+            f"**{decode.ceiling:.2f}×**, below the paper's 6× ({ledger.KIMI_PAPER}, abstract)."
         ),
     ]
     return Screen("ledger", "Claims ledger", tuple(blocks), live_note="Other schedules, contexts and batches")

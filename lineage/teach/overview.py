@@ -1,12 +1,15 @@
-"""What the home page says: memory against context length for every stage (the chart's inputs and its caption), the
-lineage table's rows, and the parameter ratio of Kimi K3 to GPT-2 (its metrics and its paragraph).
+"""What the home page and the claims ledger say around their charts: memory against context length for every stage
+(the chart's inputs and its caption), the lineage table's rows, the parameter ratio of Kimi K3 to GPT-2 (its metrics
+and its paragraph), and the ledger's verdict counts and "6× decode" curves.
 
-The app's home page (``app_pages/home.py``) and the static site (:mod:`lineage.site`) both read these, so the two say
-the same numbers; the chart itself is ``lineage.plots.memory_by_stage`` on :class:`MemoryOverview`'s fields.
+The app's pages (``app_pages/home.py``, ``app_pages/ledger.py``) and the static site (:mod:`lineage.site`) both read
+these, so the two say the same numbers; the charts themselves are ``lineage.plots.memory_by_stage`` on
+:class:`MemoryOverview`'s fields and ``lineage.plots.story.decode_ratio_curves`` on :class:`DecodeRatios`'.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -140,4 +143,38 @@ told here: the mechanisms of memory are.
 """,
         caption=f"GPT-2: {gpt2.how}. Kimi K3: **{k3.how}** — {k3.source}. The article's "
         f"{k3_article.parameters / 1e12:g}T: **{k3_article.how}** — {k3_article.source}.",
+    )
+
+
+# ---- the claims ledger ----------------------------------------------------------------------------------------------
+
+LEDGER_CONTEXTS = [2**p for p in range(12, 21)]  # 4,096 … 1,048,576 tokens
+LEDGER_BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096])
+VERDICTS = ("verified", "differs", "quoted only")
+PAPER_DECODE = 6.0  # the paper's "up to 6× decoding throughput at 1M context"
+
+
+def verdict_counts(rows: Sequence[ledger.LedgerRow]) -> dict[str, int]:
+    """How many of the ledger's rows have each verdict."""
+    return {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
+
+
+@dataclass(frozen=True)
+class DecodeRatios:
+    """Where "6× decode at 1M" comes from: the bandwidth floor's ratio, all-MLA over the hybrid, against batch at three
+    contexts; the most any batch reaches (the cache ratio) and the ratio at the chosen batch."""
+
+    batches: np.ndarray
+    ratios: dict[str, np.ndarray]  # context label -> ratio at each batch
+    ceiling: float
+    at: float
+
+
+def decode_ratios(schedule: Sequence[str], context: int, batch: int) -> DecodeRatios:
+    contexts = (LEDGER_CONTEXTS[0], 2**17, context)
+    return DecodeRatios(
+        batches=LEDGER_BATCHES,
+        ratios={f"{n:,} tokens": ledger.decode_ratio(LEDGER_BATCHES, n, schedule) for n in contexts},
+        ceiling=float(ledger.decode_ratio(1e12, context, schedule)),
+        at=float(ledger.decode_ratio(batch, context, schedule)),
     )
