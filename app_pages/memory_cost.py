@@ -8,13 +8,13 @@ import streamlit as st
 
 from lineage import plots, schedules
 from lineage.measure import footprints
-from lineage.teach import ledger
+from lineage.teach import ledger, overview
 from ui.controls import whole_number_input
 from ui.display import chart, prose, what_to_notice
 from ui.display import table as show_table
 from ui.session import measured_bandwidth
 
-SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # 1 token to 1M = 2^20
+SEQ_LENS = overview.MEMORY_COST_SEQ_LENS  # 1 token to 1M = 2^20
 KIMI = "kimi-linear-48b"
 HYBRIDS = (KIMI, "kimi-k3")  # the released hybrids, each against the same depth all MLA and all MHA
 MILLION = 2**20  # Kimi Linear's and Kimi K3's context, the "1M" of the paper
@@ -155,7 +155,7 @@ def specs(custom: tuple | None) -> dict[str, footprints.ModelSpec]:
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
 def curves(dtype: str, custom: tuple | None) -> dict[str, np.ndarray]:
     """Cache + state bytes at every length of SEQ_LENS, per model."""
-    return {s.name: footprints.kv_cache_curve(s, SEQ_LENS, dtype).total_bytes for s in specs(custom).values()}
+    return overview.bytes_held(list(specs(custom).values()), dtype)
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
@@ -236,7 +236,7 @@ chart(
     plots.cache_vs_length(
         SEQ_LENS,
         series,
-        gpu_memory={p.name: p.memory_bytes for p in footprints.GPU_PRESETS.values()},
+        gpu_memory=overview.gpu_memory(),
         mark_len=int(seq_len) if view is not None else None,
         title=f"Bytes held while decoding one sequence ({dtype}), 1 to {MILLION:,} tokens",
     ),

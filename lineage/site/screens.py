@@ -335,17 +335,10 @@ def ledger_screen(page_link: Callable[[str], str]) -> Screen:
     return Screen("ledger", "Claims ledger", tuple(blocks), live_note="Other schedules, contexts and batches")
 
 
-MEMORY_COST_DTYPE = "bf16"  # app_pages/memory_cost.py's default dtype (index 1 of footprints.DTYPE_BYTES)
-MEMORY_COST_SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # the page's SEQ_LENS
-
-
 def memory_cost_screen() -> Screen:
     """Memory & cost for the real model configs (the custom model left out: it is what a visitor types)."""
-    dtype = list(footprints.DTYPE_BYTES)[1]
-    series = {
-        s.name: footprints.kv_cache_curve(s, MEMORY_COST_SEQ_LENS, dtype).total_bytes
-        for s in footprints.MODELS.values()
-    }
+    dtype = list(footprints.DTYPE_BYTES)[1]  # the page's default dtype (its selectbox's index 1)
+    series = overview.bytes_held(list(footprints.MODELS.values()), dtype)
     million = 2**20
     rows = []
     for spec in footprints.MODELS.values():
@@ -359,9 +352,9 @@ def memory_cost_screen() -> Screen:
 
     def build() -> go.Figure:
         return plots.cache_vs_length(
-            MEMORY_COST_SEQ_LENS,
+            overview.MEMORY_COST_SEQ_LENS,
             series,
-            gpu_memory={p.name: p.memory_bytes for p in footprints.GPU_PRESETS.values()},
+            gpu_memory=overview.gpu_memory(),
             mark_len=million,
             title=f"Bytes held while decoding one sequence ({dtype}), 1 to {million:,} tokens",
         )

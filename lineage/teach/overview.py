@@ -1,10 +1,11 @@
-"""What the home page and the claims ledger say around their charts: memory against context length for every stage
-(the chart's inputs and its caption), the lineage table's rows, the parameter ratio of Kimi K3 to GPT-2 (its metrics
-and its paragraph), and the ledger's verdict counts and "6× decode" curves.
+"""What the home page, the claims ledger and Memory & cost say around their charts: memory against context length
+for every stage (the chart's inputs and its caption), the lineage table's rows, the parameter ratio of Kimi K3 to
+GPT-2 (its metrics and its paragraph), the ledger's verdict counts and "6× decode" curves, and Memory & cost's lines
+of bytes held.
 
-The app's pages (``app_pages/home.py``, ``app_pages/ledger.py``) and the static site (:mod:`lineage.site`) both read
-these, so the two say the same numbers; the charts themselves are ``lineage.plots.memory_by_stage`` on
-:class:`MemoryOverview`'s fields and ``lineage.plots.story.decode_ratio_curves`` on :class:`DecodeRatios`'.
+The app's pages (``app_pages/home.py``, ``app_pages/ledger.py``, ``app_pages/memory_cost.py``) and the static site
+(:mod:`lineage.site`) both read these, so the two say the same numbers; the charts themselves are the builders of
+:mod:`lineage.plots` on these fields.
 """
 
 from __future__ import annotations
@@ -178,3 +179,18 @@ def decode_ratios(schedule: Sequence[str], context: int, batch: int) -> DecodeRa
         ceiling=float(ledger.decode_ratio(1e12, context, schedule)),
         at=float(ledger.decode_ratio(batch, context, schedule)),
     )
+
+
+# ---- memory & cost ------------------------------------------------------------------------------------------------
+
+MEMORY_COST_SEQ_LENS = np.unique(np.round(np.geomspace(1, 2**20, 81)).astype(np.int64))  # 1 token to 1M = 2^20
+
+
+def bytes_held(specs: Sequence[footprints.ModelSpec], dtype: str) -> dict[str, np.ndarray]:
+    """Cache + state bytes at every length of MEMORY_COST_SEQ_LENS, per model (by its name)."""
+    return {s.name: footprints.kv_cache_curve(s, MEMORY_COST_SEQ_LENS, dtype).total_bytes for s in specs}
+
+
+def gpu_memory() -> dict[str, int]:
+    """The memory of each GPU preset, the dotted lines of Memory & cost's chart."""
+    return {p.name: p.memory_bytes for p in footprints.GPU_PRESETS.values()}
