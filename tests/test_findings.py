@@ -35,7 +35,7 @@ def fake(
 
 
 RISING = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.88]  # a rise of 3 points in its last evaluation
-FLAT = [0.1, 0.3, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4, 0.4]  # no rise over its last 8
+FLAT = [0.1, 0.3] + [0.4] * 12  # no rise over its last 10 (the capacity grid's patience)
 
 
 def capacity(**accs):

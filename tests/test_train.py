@@ -88,6 +88,11 @@ def test_stopped_rising_is_no_rise_of_min_delta_over_the_last_patience_evaluatio
     assert not stopped_rising([0.1, 0.1, 0.1, 0.1], patience=0, min_delta=0.01), "patience 0 never stops"
 
 
+def test_the_rule_that_judges_a_record_without_patience_is_the_capacity_grid_s_own():
+    blocks = json.loads(CAPACITY.with_name("learned_memory_capacity_grid.json").read_text())["blocks"]
+    assert {(b["patience"], b["min_delta"]) for b in blocks} == {loop.STILL_RISING}
+
+
 def test_a_model_that_stops_rising_stops_on_a_plateau_and_one_still_rising_does_not():
     base = TrainConfig(lr=1e-3, batch_size=64, max_steps=300, eval_every=10, target_accuracy=1.0, patience=4)
     flat = train(TINY, replace(TINY_MODEL, mixer="identity"), base, seed=0)  # nothing to learn: it stalls

@@ -109,9 +109,10 @@ class TrainResult:
 
 Progress = Callable[[int, float, float], None]  # (step, training loss, held-out accuracy) at every evaluation
 
-# Patience and rise that judge whether a record without its own (one trained before ``patience`` existed) was still
-# learning when its budget ran out: the rule the capacity record trains with (data/learned_memory_capacity_grid.json)
-STILL_RISING = (8, 0.01)
+# Patience (evaluations) and rise that judge whether a point trained without a patience of its own (the first record,
+# before ``patience`` existed) was still learning when its budget ran out: the capacity record's own rule
+# (data/learned_memory_capacity_grid.json: patience 10, min_delta 0.01)
+STILL_RISING = (10, 0.01)
 
 
 def stopped_rising(accuracies: Sequence[float], patience: int, min_delta: float) -> bool:
