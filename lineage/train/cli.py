@@ -182,9 +182,10 @@ def run_train_command(args, parser, argv: Sequence[str]) -> int:
         for p in points
     )
     print(
-        f"{len(points)} model(s) to train, each until {cfg.target_accuracy:.0%} held-out accuracy, {cfg.max_steps:,} "
-        f"steps or {cfg.max_seconds:.0f} s: at most about {duration(full)} in all at the step times measured just "
-        "now (a model that reaches the target stops sooner)"
+        f"{len(points)} model(s) to train, each until {cfg.target_accuracy:.0%} held-out accuracy"
+        + (f", {cfg.patience} evaluations without a rise of {cfg.min_delta:.0%}" if cfg.patience else "")
+        + f", {cfg.max_steps:,} steps or {cfg.max_seconds:.0f} s: at most about {duration(full)} in all at the step "
+        "times measured just now (a model that reaches the target or stops rising stops sooner)"
         + (f"; each finished model is written to {args.out} at once" if args.out else "; nothing is saved (no --out)"),
         file=sys.stderr,
         flush=True,
