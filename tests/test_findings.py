@@ -122,8 +122,11 @@ def test_what_each_step_buys_is_the_largest_gap_at_a_shared_size_and_flips_with_
 def test_the_capacity_headline_says_the_cache_holds_while_the_states_fall_and_not_when_the_cache_fails_too():
     s = findings.summarise(capacity(softmax=(1, 1, 0.995), deltanet=(1, 0.9, 0.4), kda=(1, 0.95, 0.6)))
     point = findings.capacity_headline(s, title)
-    assert point.claim.startswith("At the same width, softmax's cache holds all 16 pairs (100%) while every fixed")
-    assert "kda 60%, deltanet 40%" in point.claim and "16 pairs in 64 tokens, width 64" in point.claim
+    assert point.claim.startswith("At the same width, softmax's cache holds all 16 pairs (100% in 200 steps) while")
+    assert "kda 60% in 500 steps, deltanet 40% in 500 steps" in point.claim
+    assert "16 pairs in 64 tokens, width 64" in point.claim
+    slow = findings.capacity_headline(findings.summarise(capacity(softmax=(1, 1, 1), deltanet=(1, 1, 0.995))), title)
+    assert slow.claim.startswith("At 16 pairs the best fixed state keeps up with softmax's cache, given the steps")
     assert point.shown == "100% → 60% → 40%"
     both = findings.capacity_headline(findings.summarise(capacity(softmax=(1, 1, 0.5), deltanet=(1, 0.9, 0.4))), title)
     assert "even softmax's cache, which keeps every pair, reached only 50%" in both.claim

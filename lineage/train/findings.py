@@ -611,15 +611,21 @@ def capacity_headline(summaries: Sequence[Summary], title) -> Headline | None:
     where = "; ".join(
         [f"MQAR, {n} pairs in {s.seq_len} tokens, width {s.width}, the capacity record", *_notes(ranked + [cache])]
     )
-    fixed = ", ".join(f"{title(x.setting.mixer)} {x.mean:.0%}" for x in ranked)
+
+    def steps(x: Summary) -> str:
+        return f"{sum(x.steps) / len(x.steps):,.0f} steps"
+
+    fixed = ", ".join(f"{title(x.setting.mixer)} {x.mean:.0%} in {steps(x)}" for x in ranked)
     if cache.mean >= HOLDS and best.mean < cache.mean - TIE:
         claim = (
-            f"At the same width, softmax's cache holds all {n} pairs ({cache.mean:.0%}) while every fixed state "
+            f"At the same width, softmax's cache holds all {n} pairs ({cache.mean:.0%} in {steps(cache)}) while every "
+            "fixed state "
             f"falls short: {fixed} ({where})."
         )
     elif cache.mean >= HOLDS:
         claim = (
-            f"At {n} pairs the best fixed state keeps up with softmax's cache: softmax {cache.mean:.0%}, {fixed} "
+            f"At {n} pairs the best fixed state keeps up with softmax's cache, given the steps: softmax "
+            f"{cache.mean:.0%} in {steps(cache)}, {fixed} "
             f"({where})."
         )
     else:
