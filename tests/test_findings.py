@@ -142,6 +142,16 @@ def test_the_pointer_for_the_tour_and_home_is_the_capacity_headline_and_empty_wi
     assert findings.pointer_sentence([], title) == ""
 
 
+def test_the_headline_says_which_of_its_points_were_still_rising_at_their_budget():
+    lines = capacity(softmax=(1, 1, 1)) + [
+        fake("kda", 0.6, pairs=n, seed=s, T=64, patience=10, curve=RISING) for n in (4, 8, 16) for s in (0, 1)
+    ]
+    point = findings.capacity_headline(findings.summarise(lines), str.upper)
+    assert "still rising when the budget ran out: KDA at 16 pairs, so those are lower bounds" in point.claim
+    assert "at 4 pairs" not in point.claim, "only the points the claim rests on"
+    assert "rests on one seed" not in point.claim, "two seeds each"
+
+
 def test_zoology_s_picture_is_drawn_at_the_most_pairs_every_mechanism_has_with_each_state_size():
     s = findings.summarise(capacity(softmax=(1, 1, 1), deltanet=(1, 0.9, 0.4)))
     n, rows = findings.capacity_rows(s)

@@ -517,19 +517,14 @@ def _rows(summaries: Sequence[Summary]) -> dict[str, list[Summary]]:
     return rows
 
 
-def _caveat(xs: Sequence[Summary]) -> str:
-    """What a claim resting on ``xs`` must say, in brackets (or nothing): still-rising budget points, one seed."""
-    notes = _notes(xs)
-    return f" ({'; '.join(notes)})" if notes else ""
-
-
-def _notes(xs: Sequence[Summary]) -> list[str]:
-    """The caveats of a claim resting on ``xs``: still-rising budget points, one seed."""
+def _notes(xs: Sequence[Summary], title) -> list[str]:
+    """The caveats of a claim resting on ``xs`` that states no evidence of its own: still-rising budget points (named
+    as ``title`` names them), one seed. A sentence that gives each setting's evidence has them there already."""
     notes = []
     if rising := [x for x in xs if x.still_rising]:
         notes.append(
-            "still rising when the budget ran out at "
-            + ", ".join(f"{x.setting.mixer} {x.setting.n_pairs} pairs" for x in rising)
+            "still rising when the budget ran out: "
+            + ", ".join(f"{title(x.setting.mixer)} at {x.setting.n_pairs} pairs" for x in rising)
             + ", so those are lower bounds"
         )
     if any(len(x.seeds) == 1 for x in xs):
@@ -563,7 +558,7 @@ def falls_sentences(summaries: Sequence[Summary], title) -> list[str]:
             if held
             else f"holds none of the recorded sizes; at {fell.setting.n_pairs} pairs"
         )
-        out.append(f"{name} {where}: {fell.evidence()}{_caveat([fell])}.")
+        out.append(f"{name} {where}: {fell.evidence()}.")
     return out
 
 
@@ -588,7 +583,7 @@ def step_sentences(summaries: Sequence[Summary], title) -> list[str]:
             verdict = f"costs {-gap * 100:.0f} points at {n} pairs"
         out.append(
             f"{what.capitalize()} ({title(new)} over {title(old)}) {verdict}: {title(new)} {a.evidence()}; "
-            f"{title(old)} {b.evidence()}{_caveat([a, b])}."
+            f"{title(old)} {b.evidence()}."
         )
     return out
 
@@ -609,7 +604,10 @@ def capacity_headline(summaries: Sequence[Summary], title) -> Headline | None:
     best, worst = ranked[0], ranked[-1]
     s = cache.setting
     where = "; ".join(
-        [f"MQAR, {n} pairs in {s.seq_len} tokens, width {s.width}, the capacity record", *_notes(ranked + [cache])]
+        [
+            f"MQAR, {n} pairs in {s.seq_len} tokens, width {s.width}, the capacity record",
+            *_notes(ranked + [cache], title),
+        ]
     )
 
     def steps(x: Summary) -> str:
