@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lineage import stages
+from lineage.teach import after_article
 from lineage.teach.units import unit
 
 
@@ -60,6 +61,14 @@ def stage_pages() -> tuple[PageEntry, ...]:
 PAGES: tuple[PageEntry, ...] = (
     PageEntry(LINEAGE, "app_pages/home.py", "Home", ":material/home:", "home"),
     *stage_pages(),
+    # the stage after the article (Gated DeltaNet-2): a page of its own, not yet a stage of the table
+    PageEntry(
+        LINEAGE,
+        "app_pages/gated_deltanet2.py",
+        "Gated DeltaNet-2 (after the article)",
+        ":material/update:",
+        "gated_deltanet2",
+    ),
     PageEntry(LINEAGE, "app_pages/ledger.py", "Claims ledger", ":material/fact_check:", "ledger"),
     PageEntry("Labs", "app_pages/memory_lab.py", "Memory lab", ":material/science:", "memory_lab"),
     PageEntry("Labs", "app_pages/learned_memory.py", "Learned memory", ":material/model_training:", "learned_memory"),
@@ -77,6 +86,7 @@ NAV_EXPANDED = True  # every page of every section listed: no "View more" to fin
 
 # One transition line into each tour stop that is not a stage (a stage's line is in lineage.stages).
 _TRANSITIONS = {
+    "gated_deltanet2": after_article.NARRATIVE.transition,
     "ledger": "The story is told: now hold the article's numbers against the app's own.",
     "memory_lab": "Put the mechanisms side by side on your own experiments.",
     "learned_memory": "So far the gates were set by hand. Now let small models learn them.",
