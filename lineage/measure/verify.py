@@ -6,9 +6,11 @@ rule and gate; the softmax op with its standard form. Each case draws random inp
 :func:`lineage.inputs.draw_inputs`: the tensors the mechanism's op contract names, in its shapes), runs the op in every
 mode and reports the relative RMS error (:func:`lineage.numerics.rel_rms`) of outputs and final states. Two checks add
 what is particular to one mechanism: normalised ELU+1 linear attention against its explicit quadratic form, and Mamba-2
-in its own SSD symbols. Cases include odd lengths, non-zero initial states, strong decay (g = −8 per step), channels
-mixing weak and very strong decay, and a full wipe (g = −inf). The chunked mode runs at C = 16 and C = 7: neither
-divides T = 45 (the tail is padded), and 7 is no power of two (the anchored decayed products of
+in its own SSD symbols. Gated DeltaNet-2, the stage after the article, is checked beside the table (its op takes erase
+and write gates, which the table's inputs do not draw yet): its forms against its loop, and its loop with both gates
+tied to β against KDA's reference. Cases include odd lengths, non-zero initial states, strong decay (g = −8 per
+step), channels mixing weak and very strong decay, and a full wipe (g = −inf). The chunked mode runs at C = 16 and
+C = 7: neither divides T = 45 (the tail is padded), and 7 is no power of two (the anchored decayed products of
 ``recurrence.decayed_products`` pad the chunk); one path serves every case. The one-screen chunked form
 (``recurrence.chunk_memory_minimal``) is checked the same way, wipes aside.
 """
@@ -23,6 +25,7 @@ import torch.nn.functional as F
 from lineage.inputs import RANDOM_GATE, draw_inputs, random_inputs
 from lineage.mechanisms import Mechanism, linear_mechanisms, mechanism
 from lineage.numerics import rel_rms
+from lineage.ops.gated_deltanet2 import gated_deltanet2
 from lineage.ops.kda import kda
 from lineage.ops.linear_attention import NORMALIZER_EPS, linear_attention
 from lineage.ops.mamba2 import mamba2_ssd
@@ -178,10 +181,36 @@ def _gate_bound(gen: torch.Generator) -> list[Check]:
     return out
 
 
+def _gated_deltanet2(gen: torch.Generator) -> list[Check]:
+    """Gated DeltaNet-2, the stage after the article (its op takes erase and write gates where the table's ops take β,
+    so it is checked here): its chunked and T×T forms against its loop in each gate case, erase and write gates
+    uniform in [0, 1]; and its loop with both gates tied to β against KDA's reference (the reduction the paper
+    states), which checks the loop against the package's recurrence."""
+    out = []
+    for case in CASES:
+        q, k, v, beta, S0 = _inputs(gen)
+        B, H, T, K = q.shape
+        g = _gates(gen, case, (B, H, T, K))
+        erase = torch.rand(B, H, T, K, generator=gen, dtype=torch.float64)
+        write = torch.rand(B, H, T, v.shape[-1], generator=gen, dtype=torch.float64)
+        kw = dict(initial_state=S0, output_final_state=True)
+        ref_o, ref_S = gated_deltanet2(q, k, v, g, erase, write, mode="recurrent", **kw)
+        for mode in MODES[1:]:
+            for C in (16, 7) if mode == "chunk" else (64,):
+                o, S = gated_deltanet2(q, k, v, g, erase, write, mode=mode, chunk_size=C, **kw)
+                label = f"{mode} C={C}" if mode == "chunk" else mode
+                out.append(Check("gated_deltanet2", case, label, max(rel_rms(o, ref_o), rel_rms(S, ref_S))))
+        kda_o, kda_S = recurrent_memory(q, k, v, g, beta, rule="delta", per_channel=True, **kw)
+        tied = beta[..., None]
+        o, S = gated_deltanet2(q, k, v, g, tied.expand_as(erase), tied.expand_as(write), mode="recurrent", **kw)
+        out.append(Check("gated_deltanet2", case, "tied = KDA", max(rel_rms(o, kda_o), rel_rms(S, kda_S))))
+    return out
+
+
 def run_verify(seed: int = 0) -> list[Check]:
     gen = torch.Generator().manual_seed(seed)
     checks = _linear_family(gen) + _chunk_minimal(gen) + _linear_attention(gen) + _mamba2_ssd(gen) + _softmax(gen)
-    return checks + _gate_bound(gen)
+    return checks + _gate_bound(gen) + _gated_deltanet2(gen)
 
 
 def format_checks(checks: list[Check]) -> str:
