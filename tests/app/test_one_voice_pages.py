@@ -25,6 +25,7 @@ PAGES = (
     "gated_deltanet",
     "kda",
     "hybrid",
+    "gated_deltanet2",
     "ledger",
     "memory_cost",
     "memory_lab",
