@@ -55,6 +55,7 @@ def tour() -> tuple[Page, ...]:
 
     slugs = [("home", "Home")] + [(s.key, s.title) for s in stages.all_stages()]
     slugs += [
+        ("gated_deltanet2", "Gated DeltaNet-2 (after the article)"),
         ("ledger", "Claims ledger"),
         ("memory_lab", "Memory lab"),
         ("learned_memory", "Learned memory"),
@@ -167,6 +168,7 @@ def page_screens(app_url: str | None) -> dict[str, Callable[[], screens.Screen]]
     out: dict[str, Callable[[], screens.Screen]] = {"home": screens.home_screen}
     out |= {s.key: (lambda key=s.key: screens.stage_screen(key)) for s in stages.all_stages()}
     out |= {
+        "gated_deltanet2": screens.gated_deltanet2_screen,
         "ledger": lambda: screens.ledger_screen(filename),
         "memory_lab": screens.memory_lab_screen,
         "learned_memory": screens.learned_memory_screen,

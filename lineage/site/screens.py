@@ -238,6 +238,58 @@ def stage_screen(stage_key: str) -> Screen:
     return Screen(stage_key, s.title, tuple(blocks), live_note=STAGE_LIVE)
 
 
+def gated_deltanet2_screen() -> Screen:
+    """The stage after the article (app_pages/gated_deltanet2.py at its defaults: lineage.teach.after_article on the
+    default story, the overwrite erasing fully and writing at half strength)."""
+    from lineage.teach import after_article
+
+    n = after_article.NARRATIVE
+    run = after_article.run_on_story(STORY_T, STATE_K, STATE_V, 1.0, 0.5)
+    claim, lines, step = after_article.erase_write_claim(run), after_article.old_and_new_over_time(run), run.story.T - 1
+    key = run.story.overwrite.key
+    blocks: list[Block] = [
+        Banner(
+            n.problem_solved,
+            n.cost_introduced,
+            f"{n.representative} · 2026 · [{after_article.PAPER}]({after_article.URL})",
+        ),
+        Text(
+            "**After the article.** The article's lineage ends at KDA and the Kimi hybrid; this stage came later. "
+            + after_article.WHY
+        ),
+        claim_block(claim),
+        _figure(
+            "gated_deltanet2_reads",
+            lambda: plots.over_time(
+                lines,
+                title=f"What {key} reads back: the old value and the new, step by step",
+                y_title="share of the answer",
+                step=step,
+            ),
+            f"Lines of how much of each value the key {key} reads back at every step, for Gated DeltaNet-2 and KDA.",
+        ),
+        _figure(
+            "gated_deltanet2_state",
+            lambda: plots.state_animation(
+                {"Gated DeltaNet-2 S_t": run.states, f"KDA S_t (β = {run.write:g} at the overwrite)": run.kda_states},
+                title="The state, token by token (one colour scale)",
+                start=step,
+            ),
+            "Animated heatmaps of the Gated DeltaNet-2 and KDA states side by side, one frame per token.",
+        ),
+        Text(
+            f"Checked against the reference loop: chunked form {run.err_chunk:.1e} (relative RMS difference).",
+            small=True,
+        ),
+    ]
+    return Screen(
+        "gated_deltanet2",
+        "Gated DeltaNet-2 — after the article",
+        tuple(blocks),
+        live_note="The erase and write gates, your own story",
+    )
+
+
 # ---- home, the ledger, memory & cost, the labs ---------------------------------------------------------------------
 
 
