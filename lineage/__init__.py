@@ -9,7 +9,9 @@ Conventions, stated once for the whole package:
 * Every op: ``fn(q, k, v, [g], [beta], *, scale=None, initial_state=None, output_final_state=False,
   mode="chunk", chunk_size=None) -> (o, S_final | None)`` with ``mode`` "recurrent" | "chunk" | "parallel";
   ``chunk_size`` None is the device's (64 on a GPU, 32 on a CPU: :func:`lineage.ops.recurrence.default_chunk_size`).
-  Inputs of any float dtype; computation in fp32 (fp64 stays fp64); ``o`` comes back in ``v``'s dtype.
+  Inputs of any float dtype; computation in fp32 (fp64 stays fp64); ``o`` comes back in ``v``'s dtype. KDA (and
+  Gated DeltaNet-2, :mod:`lineage.ops.gated_deltanet2`, after the article) also take ``gate_lower_bound`` (default
+  None): Kimi K3's bound on how fast a channel forgets (:func:`lineage.ops.kda.bounded_gate`).
 * Bad input raises ``ValueError`` / ``TypeError`` naming the argument, what was given and what is allowed.
 
 Layers, from the bottom; a module imports only from its own layer and lower ones (docs/ARCHITECTURE.md):
