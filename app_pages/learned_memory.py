@@ -135,6 +135,8 @@ def capacity_section(results: list[dict], summaries: list[findings.Summary]) -> 
             key="learned_memory_capacity_state",
             alt="Held-out accuracy against the numbers one layer carries, one point per mechanism and width.",
         )
+        if said := findings.capacity_sentence(summaries, title):
+            st.markdown(said)
     st.caption(findings.memory_caption(summaries, title))
     whole = grid_size(GRID.stat().st_mtime, str(GRID)) if GRID.exists() else 0
     grid = grid_size(CAPACITY_GRID.stat().st_mtime, str(CAPACITY_GRID)) if CAPACITY_GRID.exists() else len(results)

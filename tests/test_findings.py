@@ -142,6 +142,22 @@ def test_the_pointer_for_the_tour_and_home_is_the_capacity_headline_and_empty_wi
     assert findings.pointer_sentence([], title) == ""
 
 
+def test_a_state_that_falls_when_narrowed_while_the_cache_holds_is_the_headline_and_not_when_the_cache_falls_too():
+    def narrow(mixer, acc):
+        return [fake(mixer, acc, pairs=16, seed=s, T=64, width=32, patience=10, curve=FLAT) for s in (0, 1)]
+
+    wide = capacity(softmax=(1, 1, 1), deltanet=(1, 1, 0.995))
+    point = findings.capacity_headline(
+        findings.summarise(wide + narrow("softmax", 0.995) + narrow("deltanet", 0.2)), title
+    )
+    assert point.claim.startswith("Shrink the state and it runs out of room: at 16 pairs in 64 tokens, deltanet holds")
+    assert "with 1,024 numbers of state a layer (100%, width 64) and falls with 256 (20%, width 32)" in point.claim
+    assert (point.label, point.shown) == ("deltanet, 16 pairs: width 64 → 32", "100% → 20%")
+    both = findings.summarise(wide + narrow("softmax", 0.3) + narrow("deltanet", 0.2))
+    assert findings.ran_out_of_room(both) == [], "the narrow model failed as a whole: not the state's room"
+    assert not findings.capacity_headline(both, title).claim.startswith("Shrink the state")
+
+
 def test_the_headline_says_which_of_its_points_were_still_rising_at_their_budget():
     lines = capacity(softmax=(1, 1, 1)) + [
         fake("kda", 0.6, pairs=n, seed=s, T=64, patience=10, curve=RISING) for n in (4, 8, 16) for s in (0, 1)

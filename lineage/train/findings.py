@@ -588,9 +588,42 @@ def step_sentences(summaries: Sequence[Summary], title) -> list[str]:
     return out
 
 
+def ran_out_of_room(summaries: Sequence[Summary]) -> list[tuple[Summary, Summary, Summary]]:
+    """(wider, narrower, the cache at the narrower width) for each fixed state that holds a number of pairs at one
+    width and falls at a narrower one while softmax's cache still holds there: a state running out of room, with the
+    model otherwise able to learn the task at that width. Largest drop first."""
+    n = capacity_pairs(summaries)
+    if n is None:
+        return []
+    at = {(x.setting.mixer, x.setting.width): x for x in by_width(summaries, n)}
+    out = []
+    for (mixer, wide), x in at.items():
+        for (other, narrow), y in at.items():
+            cache = at.get(("softmax", narrow))
+            holds = cache is not None and cache.mean >= HOLDS
+            if other == mixer != "softmax" and narrow < wide and holds and x.mean >= HOLDS > y.mean:
+                out.append((x, y, cache))
+    return sorted(out, key=lambda t: t[1].mean - t[0].mean)
+
+
 def capacity_headline(summaries: Sequence[Summary], title) -> Headline | None:
-    """The capacity record in one sentence and one number: at the most pairs every recorded mechanism was trained
-    at, the cache (softmax) against the best and worst fixed state. None without softmax and a fixed state there."""
+    """The capacity record in one sentence and one number: a fixed state that runs out of room when the model is
+    narrowed while the cache holds (:func:`ran_out_of_room`), else, at the most pairs every recorded mechanism was
+    trained at, the cache (softmax) against the best and worst fixed state. None without softmax and a fixed state."""
+    if fell := ran_out_of_room(summaries):
+        x, y, cache = fell[0]
+        n, name = x.setting.n_pairs, title(x.setting.mixer)
+        claim = (
+            f"Shrink the state and it runs out of room: at {n} pairs in {x.setting.seq_len} tokens, {name} holds them "
+            f"with {x.carried['state']:,} numbers of state a layer ({x.mean:.0%}, width {x.setting.width}) and falls "
+            f"with {y.carried['state']:,} ({y.mean:.0%}, width {y.setting.width}), while softmax's cache, which grows "
+            f"with the sequence, still holds at that width ({cache.mean:.0%}; the capacity record"
+            + "".join(f"; {note}" for note in _notes([x, y, cache], title))
+            + ")."
+        )
+        return Headline(
+            claim, f"{name}, {n} pairs: width {x.setting.width} → {y.setting.width}", f"{x.mean:.0%} → {y.mean:.0%}"
+        )
     rows = _rows(summaries)
     if "softmax" not in rows or len(rows) < 2:
         return None

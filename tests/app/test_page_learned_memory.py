@@ -244,6 +244,8 @@ def test_every_capacity_sentence_is_computed_from_the_record_and_the_caption_say
     fig = figure(at, f"The capacity record at {n} pairs: accuracy against the numbers one layer carries")
     recorded = [t for t in fig["data"] if t["name"].endswith("(recorded)")]
     assert sorted(float(v) for t in recorded for v in t["customdata"]) == sorted(x.state_size() for x in at_n)
+    if said := findings.capacity_sentence(CAPACITY_SUMMARIES, mixer_title):
+        assert said in shown
 
 
 def test_the_tour_line_into_the_page_and_the_home_pointer_say_what_the_capacity_record_shows(monkeypatch):
