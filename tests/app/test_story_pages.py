@@ -13,7 +13,7 @@ from lineage.measure import footprints
 from lineage.teach import claims, story
 from lineage.teach.story import make_story
 from tests.app.util import figures, rerun, run_page
-from ui.nav import HOME_ALIAS, PAGES, neighbours, tour
+from ui.nav import HOME_ALIAS, PAGES, neighbours, stage_pages, tour
 
 STORY = make_story(32, 8, 8)  # the pages' defaults
 DEFAULT = claims.Knobs()
@@ -120,7 +120,10 @@ def test_ledger_rows_follow_the_inputs():
 def test_the_tour_runs_from_home_through_the_stages_to_the_ledger_and_labs():
     stops = [p.url_path for p in tour()]
     assert stops[0] == "home" and stops[1] == "gpt2"
-    assert neighbours("hybrid")[1].url_path == "ledger"
+    stage_stops = [p.url_path for p in stage_pages()]
+    assert stops[1 : 1 + len(stage_stops)] == stage_stops, "the stages in the lineage's order, from the stage table"
+    lineage = [p.url_path for p in tour() if p.section == "The lineage"]
+    assert lineage[-1] == "ledger", "the ledger closes the lineage, after the stages (and any page after the article)"
     assert neighbours("ledger")[1].section == "Labs"
     assert HOME_ALIAS not in [p.url_path for p in PAGES if p.url_path != "home"]
     at = run_page("home")
