@@ -400,10 +400,11 @@ def chunk_memory(
     ``fla/ops/kda/chunk_intra.py``, applied recursively), so every factor is in [0, 1] and a wipe (α = 0) inside a
     chunk gives the loop's answer, not NaN; and a decay below ε² is 0 (the strong-gate knob, :data:`FLUSH_DECAYS`), so
     that fast-forgetting gates (α ≈ 0.04 a step) leave no subnormal factor to put the CPU on its slow path. The speed
-    knobs, which change nothing but speed (each is tested for equal results), are labelled in the code: steps 2–5 run on spans of consecutive chunks of every head at once (all chunks
-    on a GPU, ``CPU_SLAB`` per thread on a CPU); inside a span only step 4's hand-off is a loop over chunks (two small
-    products each), and step 5 computes every chunk's outputs at once from the states step 4 kept; step 3 inverts by
-    blocks (:func:`unit_lower_inverse`, ``INVERSE_BLOCK``). Per chunk the state costs ≈ 2·C·K·V per product and the
+    knobs, which change nothing but speed (each is tested for equal results), are labelled in the code: steps 2–5 run
+    on spans of consecutive chunks of every head at once (all chunks on a GPU, ``CPU_SLAB`` per thread on a CPU);
+    inside a span only step 4's hand-off is a loop over chunks (two small products each), and step 5 computes every
+    chunk's outputs at once from the states step 4 kept; step 3 inverts by blocks (:func:`unit_lower_inverse`,
+    ``INVERSE_BLOCK``). Per chunk the state costs ≈ 2·C·K·V per product and the
     work inside the chunk ≈ 2·C²·K or 2·C²·V per product (term by term: ``lineage.measure.bench.chunk_flop_model``).
 
     Args and returns are those of :func:`recurrent_memory` (without ``trace``), plus ``chunk_size`` ≥ 1 (None:
