@@ -51,23 +51,25 @@ Rule = Literal["additive", "delta"]
 # Speed knobs of the chunked form (each changes nothing but speed, and each is tested for equal results):
 INVERSE_BLOCK = 16  # unit_lower_inverse inverts blocks of up to this many rows by a triangular solve
 CPU_SLAB = 64  # on a CPU, chunk_memory runs spans of ~this many chunks (all heads) per thread, kept in cache
-# The strong-gate knob: decays inside a chunk smaller than ε² (ε = the dtype's machine epsilon) are set to 0 (see
-# flush_decays). Fast-forgetting gates make such decays common, and left alone they sink into the subnormal range,
-# where many CPUs run every product that touches them 10-100x slower: the chunked form fell off a cliff at strong gates.
+# The strong-gate knob: decays inside a chunk below ∛tiny (tiny: the dtype's smallest normal number) are set to 0 (see
+# flush_decays). Fast-forgetting gates make such decays common, and left alone they sink into the subnormal range, where
+# many CPUs run every product that touches them 10-100x slower: the chunked form fell off a cliff at strong gates.
 FLUSH_DECAYS = True
 
 
 def flush_decays(decay: torch.Tensor) -> torch.Tensor:
-    """Decay factors below ε² set to exactly 0 (the strong-gate knob, :data:`FLUSH_DECAYS`; a no-op when it is off).
+    """Decay factors below ∛tiny set to exactly 0 (the strong-gate knob, :data:`FLUSH_DECAYS`; a no-op when it is off).
 
-    ε² is 1.4e-14 in fp32 (4.9e-32 in fp64): a term scaled by less than that sits far below the rounding of any output
-    it is added to, so outputs agree with the unflushed form to rounding, and a product of two kept factors (≥ ε⁴,
-    2e-28 in fp32) stays clear of the subnormal range (below 1.2e-38). Zero is what a wipe gives anyway.
+    tiny is the dtype's smallest normal number, so the cut is 2.3e-13 in fp32 (1.3e-103 in fp64): a term scaled by
+    less than that sits below the rounding of any output it joins (fp32's ε is 1.2e-7), so outputs agree with the
+    unflushed form to rounding, and a product of two kept factors and two unit-sized numbers (≥ tiny^⅔) stays clear
+    of the subnormal range. Zero is what a wipe gives anyway. (A gradient made only of such terms, the initial
+    state's behind a near-wipe, comes out 0 instead of below 1e-13 of the others.)
     """
     if not FLUSH_DECAYS:
         return decay
-    eps = torch.finfo(decay.dtype).eps
-    return torch.nn.functional.threshold(decay, eps * eps, 0.0)  # one pass: decay where > ε², else 0
+    cut = torch.finfo(decay.dtype).tiny ** (1 / 3)
+    return torch.nn.functional.threshold(decay, cut, 0.0)  # one pass: decay where > the cut, else 0
 
 
 def default_chunk_size(device: torch.device | str) -> int:
@@ -398,8 +400,8 @@ def chunk_memory(
     anchors and the speed knobs. The anchors: step 2 never forms e^{G_i − G_j}; :func:`decayed_products` factors each
     pair's decay through a step between the two (fla's sub-chunk anchor, flash-linear-attention's
     ``fla/ops/kda/chunk_intra.py``, applied recursively), so every factor is in [0, 1] and a wipe (α = 0) inside a
-    chunk gives the loop's answer, not NaN; and a decay below ε² is 0 (the strong-gate knob, :data:`FLUSH_DECAYS`), so
-    that fast-forgetting gates (α ≈ 0.04 a step) leave no subnormal factor to put the CPU on its slow path. The speed
+    chunk gives the loop's answer, not NaN; and a decay below ∛tiny is 0 (the strong-gate knob, :data:`FLUSH_DECAYS`),
+    so that fast-forgetting gates (α ≈ 0.04 a step) leave no subnormal factor to put the CPU on its slow path. The speed
     knobs, which change nothing but speed (each is tested for equal results), are labelled in the code: steps 2–5 run
     on spans of consecutive chunks of every head at once (all chunks on a GPU, ``CPU_SLAB`` per thread on a CPU);
     inside a span only step 4's hand-off is a loop over chunks (two small products each), and step 5 computes every
