@@ -503,7 +503,7 @@ STEPS = (
     ("mamba2", "linear_attention", "a scalar gate on the additive write"),
     ("gla", "linear_attention", "per-channel gates on the additive write"),
     ("gated_deltanet", "deltanet", "a scalar gate on the delta rule"),
-    ("kda", "gated_deltanet", "per-channel gates (over one gate per head)"),
+    ("kda", "gated_deltanet", "per-channel gates over one gate per head"),
 )
 
 
@@ -728,7 +728,7 @@ def ledger_sentence(capacity: Sequence[dict], first: Sequence[dict], title) -> s
     without it, who learned most on the first record; empty when neither says anything."""
     if capacity:
         summaries = summarise(r["result"] for r in capacity)
-        said = [line for line in step_sentences(summaries, title) if line.startswith("Per-channel gates (")]
+        said = [line for line in step_sentences(summaries, title) if line.startswith("Per-channel gates over")]
         if said:
             return f" Small trained models, on the Learned memory page (MQAR, its capacity record): {said[0]}"
     if first:
