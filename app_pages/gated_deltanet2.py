@@ -13,7 +13,7 @@ from ui.running import run_or_stop
 from ui.story import show_claim, story_input, story_key, written_link
 
 n = after_article.NARRATIVE
-st.title("Gated DeltaNet-2 — after the article")
+st.title(after_article.TITLE)
 st.caption(f"{n.representative} · 2026 · [{after_article.PAPER}]({after_article.URL})")
 st.info(
     "**After the article.** The article's lineage ends at KDA and the Kimi hybrid; this stage came later. "

@@ -65,7 +65,7 @@ PAGES: tuple[PageEntry, ...] = (
     PageEntry(
         LINEAGE,
         "app_pages/gated_deltanet2.py",
-        "Gated DeltaNet-2 (after the article)",
+        after_article.TITLE,
         ":material/update:",
         "gated_deltanet2",
     ),

@@ -22,6 +22,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from lineage.site import screens
+from lineage.teach import after_article
 
 ASSETS = "assets"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -55,7 +56,7 @@ def tour() -> tuple[Page, ...]:
 
     slugs = [("home", "Home")] + [(s.key, s.title) for s in stages.all_stages()]
     slugs += [
-        ("gated_deltanet2", "Gated DeltaNet-2 (after the article)"),
+        ("gated_deltanet2", after_article.TITLE),
         ("ledger", "Claims ledger"),
         ("memory_lab", "Memory lab"),
         ("learned_memory", "Learned memory"),

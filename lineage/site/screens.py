@@ -284,7 +284,7 @@ def gated_deltanet2_screen() -> Screen:
     ]
     return Screen(
         "gated_deltanet2",
-        "Gated DeltaNet-2 — after the article",
+        after_article.TITLE,
         tuple(blocks),
         live_note="The erase and write gates, your own story",
     )

@@ -45,6 +45,7 @@ WHY = (
 # Paul Tol's muted indigo (GLA's wine is from the same palette): apart from every mechanism's colour by CIEDE2000 ≥ 11.8
 # under deuteranopia and protanopia (tests/test_after_article.py measures it as tests/test_palette.py does the table)
 COLOUR = "#332288"
+TITLE = "Gated DeltaNet-2 (after the article)"  # the page's heading, its navigation entry and the site's page
 PAPER = "Hatamizadeh, Choi & Kautz, Gated DeltaNet-2: Decoupling Erase and Write in Linear Attention, arXiv 2605.22791"
 URL = "https://arxiv.org/abs/2605.22791"
 CLAIM = (

@@ -83,6 +83,12 @@ def open_url(page, url: str) -> None:
     wait_until_rendered(page)
 
 
+def heading(entry) -> str:
+    """The heading a tour stop's page opens with: its stage's title, or the page's own (the stage after the article, the
+    ledger, the labs)."""
+    return stages.stage(entry.stage).title if entry.stage else entry.title
+
+
 def title(page) -> str:
     return page.locator('[data-testid="stMain"] h1').first.inner_text().strip()
 
@@ -226,7 +232,7 @@ def test_tour_walks_every_stage_in_order(watched, server):
         seeds.append(query(page).get("seed"))
 
     assert [p for p, _ in visited] == [e.url_path for e in TOUR]
-    assert [t for _, t in visited] == [stages.stage(e.stage).title if e.stage else e.title for e in TOUR]
+    assert [t for _, t in visited] == [heading(e) for e in TOUR]
     assert labels == [f"Next: {e.title} →" for e in TOUR[1:]]
     assert next_button(page).inner_text().startswith(f"Next: {_STOPS[len(TOUR)].title}"), "the tour ends at the lab"
     assert seeds == ["5"] * len(visited), f"the seed in the URL, page by page: {seeds}"
@@ -239,7 +245,7 @@ def test_tour_walks_every_stage_in_order(watched, server):
     wait_for_page_change(page, TOUR[-2].url_path, TOUR[-2].title)
     assert path(page) == TOUR[-3].url_path
     prev_button(page).click()
-    wait_for_page_change(page, TOUR[-3].url_path, stages.stage(TOUR[-3].stage).title)
+    wait_for_page_change(page, TOUR[-3].url_path, heading(TOUR[-3]))
     assert path(page) == TOUR[-4].url_path
     wait_until_rendered(page)
     assert page.locator('[data-testid="stSidebar"] input[type=number]').input_value() == "5"
