@@ -35,6 +35,23 @@ def counts(spec: footprints.ModelSpec) -> str:
     return f"{spec.n_layers - len(mla)} KDA + {len(mla)} MLA (MLA at {ledger.positions(mla)})"
 
 
+DECODE_T = 24  # tokens the live decode opens at, where the stack's layers × tokens cap allows
+
+
+def decode_fits(n_layers: int) -> int:
+    """The most tokens a stack of ``n_layers`` may decode live on this device (layers × tokens is capped)."""
+    return caps().hybrid_layer_tokens // n_layers
+
+
+def fit_decode_to_preset() -> None:
+    """On a change of preset: a token count the new stack may not decode is lowered to the most it may (Kimi K3's 93
+    layers decode 6 tokens where Kimi Linear's 27 decode 24), so choosing a released model shows its decode instead
+    of a refusal. A count typed past the cap for the same stack is still refused, and says so."""
+    n_layers = {"kimi": KIMI.n_layers, "k3": K3.n_layers}.get(st.session_state.get("hybrid_schedule"))
+    if n_layers is not None and st.session_state.get("hybrid_T", DECODE_T) > decode_fits(n_layers):
+        st.session_state["hybrid_T"] = max(4, decode_fits(n_layers))
+
+
 def mix(spec: footprints.ModelSpec) -> str:
     """'20:7', KDA to MLA layers, from a spec's layer kinds."""
     return f"{len(spec.layers_of('kda'))}:{len(spec.layers_of('mla'))}"
@@ -79,7 +96,13 @@ show_code(schedules.periodic_schedule, hybrid.HybridStack.forward, hybrid.decode
 
 st.subheader("The schedule")
 preset = st.radio(
-    "Layers", list(PRESETS), format_func=PRESETS.get, horizontal=True, bind="query-params", key="hybrid_schedule"
+    "Layers",
+    list(PRESETS),
+    format_func=PRESETS.get,
+    horizontal=True,
+    bind="query-params",
+    key="hybrid_schedule",
+    on_change=fit_decode_to_preset,
 )
 if preset == "custom":
     a, b = st.columns(2)
@@ -159,8 +182,10 @@ st.caption(f"Shapes from {spec.source}.")
 
 st.subheader("A small hybrid, decoding live")
 cap = caps()
-T = capped_slider(st, "Tokens to decode", 4, cap.T, 24, key="hybrid_T", name="The number of tokens")
-fits = cap.hybrid_layer_tokens // len(schedule)  # the most tokens this stack may decode
+fits = decode_fits(len(schedule))  # the most tokens this stack may decode
+T = capped_slider(
+    st, "Tokens to decode", 4, cap.T, max(4, min(DECODE_T, fits)), key="hybrid_T", name="The number of tokens"
+)
 cap_notes(
     [
         cap_note("The number of tokens", cap.T)

@@ -10,6 +10,7 @@ from lineage.measure import footprints
 from lineage.models import hybrid
 from lineage.teach import ledger
 from tests.app.util import figure, metrics, rerun, run_page, z_of
+from ui.caps import caps
 
 
 def test_hybrid_page():
@@ -63,3 +64,25 @@ def test_hybrid_page_draws_kimi_k3_from_its_config():
     assert f"{k3['num_hidden_layers'] - n_mla}:{n_mla}, not strictly 3:1" in text
     assert mla.text() in text and mha.text() in text
     assert any("secondary sources" in c.value and "inference-sim" in c.value for c in at.caption)
+
+
+def test_choosing_kimi_k3_decodes_the_most_tokens_its_93_layers_may_instead_of_refusing():
+    """The page opens at 24 tokens, which Kimi Linear's 27 layers decode; K3's 93 would pass the layers × tokens cap.
+    Choosing K3 lowers the count to the most its stack may decode, and a cold link to K3 opens there too."""
+    cap = caps().hybrid_layer_tokens
+    fits = cap // schedules.KIMI_K3_CONFIG["num_hidden_layers"]
+    at = run_page("hybrid")
+    assert at.slider(key="hybrid_T").value == 24 and not at.error
+    at.radio(key="hybrid_schedule").set_value("k3")
+    rerun(at)
+    assert not at.error, [e.value for e in at.error]
+    assert at.slider(key="hybrid_T").value == fits
+    decode = figure(at, "Bytes each layer holds while decoding")
+    assert len(decode["frames"]) == fits and len(decode["frames"][-1]["data"][0]["y"]) == 24  # K3's 24 MLA layers
+    at.radio(key="hybrid_schedule").set_value("kimi")
+    rerun(at)
+    assert at.slider(key="hybrid_T").value == fits and not at.error  # a smaller count stays as it was
+
+    cold = run_page("hybrid", hybrid_schedule="k3")  # a fresh session opening on K3
+    assert not cold.error and cold.slider(key="hybrid_T").value == fits
+    assert len(figure(cold, "Bytes each layer holds while decoding")["frames"]) == fits
