@@ -11,7 +11,8 @@ import streamlit as st
 from lineage import plots
 from lineage.device import device_info
 from lineage.models.lm import CONTROLS, MIXERS, LMConfig, learned_layers
-from lineage.train import findings, loop, sweep
+from lineage.plots import learned_memory as learned
+from lineage.train import findings, loop
 from lineage.train.findings import FRONT_END_TITLES, PLATEAU_TEXT
 from lineage.train.loop import LIVE_MIXERS, LIVE_MODEL, LIVE_TASK, LIVE_TRAINING, TrainConfig, TrainResult
 from lineage.train.tasks import TASK_SOURCES, TASK_TITLES, TASKS, TaskConfig, make_batch
@@ -22,18 +23,14 @@ from ui.display import chart, prose, what_to_notice
 from ui.running import BUSY_TEXT, run_or_stop, stop_page
 from ui.session import device_label, seed
 
-DATA = Path(__file__).resolve().parents[1] / "data"
 RECORD = findings.RECORD  # python -m lineage sweep data/learned_memory_grid_cpu.json --out …
-GRID = findings.CLUSTER_GRID  # the whole grid, for a cluster; the records hold the parts that fit a CPU
-CPU_GRID = DATA / "learned_memory_grid_cpu.json"
 CAPACITY = findings.CAPACITY_RECORD  # python -m lineage sweep data/learned_memory_capacity_grid.json --out …
-CAPACITY_GRID = findings.CAPACITY_GRID
 
 
 @st.cache_data(max_entries=4, ttl=3600, show_spinner=False)
 def record(mtime: float, path: str = str(RECORD)) -> list[dict]:
     """A recorded sweep's finished points (re-read when the file changes)."""
-    return sweep.read_results(path)
+    return learned.read(path)
 
 
 def read(path: Path) -> list[dict]:
@@ -41,178 +38,56 @@ def read(path: Path) -> list[dict]:
     return record(path.stat().st_mtime, str(path)) if path.exists() else []
 
 
-@st.cache_data(max_entries=2, ttl=3600, show_spinner=False)
-def grid_size(mtime: float, path: str) -> int:
-    """How many points a grid file holds."""
-    return len(sweep.points_of(sweep.read_grid(path))[0])
+@st.cache_data(max_entries=6, ttl=3600, show_spinner=False)
+def grid_size(mtime: float, path: str) -> int | None:
+    """How many points a grid file holds (re-read when the file changes)."""
+    return learned.grid_size(path)
+
+
+def cached_size(path: Path) -> int | None:
+    """:func:`grid_size` of the file at ``path``; None where this copy lacks it."""
+    return grid_size(path.stat().st_mtime, str(path)) if path.exists() else None
 
 
 def curves_of(results: dict[str, TrainResult]) -> dict:
     return {m: (r.eval_step, r.eval_accuracy) for m, r in results.items()}
 
 
+def show(blocks: tuple[learned.Block, ...]) -> None:
+    """The recorded part's blocks (lineage.plots.learned_memory), drawn the Streamlit way."""
+    for block in blocks:
+        if isinstance(block, learned.Heading):
+            st.subheader(block.text)
+        elif isinstance(block, learned.Line):
+            st.markdown(block.markdown)
+        elif isinstance(block, learned.Caption):
+            st.caption(block.text)
+        elif isinstance(block, learned.Chart):
+            chart(block.draw(), key=block.key, alt=block.alt)
+        elif isinstance(block, learned.Details):
+            with st.expander(block.summary):
+                st.markdown(block.markdown)
+        elif isinstance(block, learned.Note):
+            st.info(block.text)
+
+
 # --- the page -------------------------------------------------------------------------------------------------------
 
 st.title("Learned memory")
 # The page's point first, computed from the capacity record (lineage.train.findings.capacity_headline), or without
-# one from the first recorded sweep (findings.headline)
-recorded, capacity = read(RECORD), read(CAPACITY)  # the headline and the sections read them
-capacity_summaries = findings.summarise(r["result"] for r in capacity)
-if point := findings.capacity_headline(capacity_summaries, plots.mixer_title) or findings.headline(
-    findings.summarise(r["result"] for r in recorded), plots.mixer_title
-):
+# one from the first recorded sweep (findings.headline); the sections below come from the same composition
+recorded = read(RECORD)  # the re-run picker offers its points
+page = learned.recorded_page(recorded, read(CAPACITY), learned.grids(cached_size))
+if point := page.headline:
     st.markdown(f"**{point.claim}**")
     st.metric(point.label, point.shown)
-prose(
-    """
-Every other page sets the gates and β by hand. Here small language models learn them. Each model is the same
-GPT-2-style stack — token and position embeddings, two pre-norm blocks, an MLP, an output head — with one mechanism
-of the lineage as its token mixer, built from the layers the stage pages run, with gates and β computed from the
-data as in the papers. They are trained with AdamW on **multi-query associative recall** (MQAR, from the Zoology
-paper, Arora et al. 2023, and used by the DeltaNet paper): key–value pairs, then the keys again, and the model must
-answer each with its value. A fixed-size state has to hold every pair at once; a KV cache just keeps them all.
-As in Zoology, every mixer gets the **same front end** — a short convolution on q, k and v — so no mechanism wins by
-its front end alone; the ablation takes it off.
-"""
-)
+prose(learned.INTRO)
 
 caps = device_caps().training
 cap_text = (
     f"Training is capped on {device_info().type} at {caps.steps:,} steps and {caps.seconds:.0f} s per mechanism, "
     f"{caps.mechanisms} mechanisms per press (so every run stays fast for everyone)."
 )
-
-
-def capacity_section(results: list[dict], summaries: list[findings.Summary]) -> None:
-    """The capacity record: accuracy against pairs at one model size, and against the numbers a layer carries
-    (Zoology's picture), with who falls where and what the write rule and the gates buy, all from the record."""
-    title = plots.mixer_title
-    rows = findings.by_pairs(summaries)
-    T = rows[0].setting.seq_len
-    st.subheader("Running out of room: one model size, more and more pairs")
-
-    def pairs(x: findings.Summary) -> int:
-        return x.setting.n_pairs
-
-    points, spread, names = findings.sweep_lines(rows, pairs, title)
-    chart(
-        plots.accuracy_sweep(
-            points,
-            x_title="key–value pairs",
-            title=f"MQAR at {T} tokens, width {findings.main_width(summaries)}: the capacity record",
-            chance=rows[0].chance,
-            spread=spread,
-            names=names,
-            dodge=0.06,
-            rising=findings.rising_lines(rows, pairs),
-        ),
-        key="learned_memory_capacity_pairs",
-        alt="Held-out accuracy against the number of key-value pairs at one model size, one line per mechanism.",
-    )
-    st.caption(
-        "Each point: the best learning rate, the mean of its seeds (bars: lowest to highest seed); an open triangle: "
-        "a seed hit its step budget while still rising, so the point is a lower bound."
-    )
-    for line in findings.falls_sentences(summaries, title):
-        st.markdown(f"- {line}")
-    st.markdown("**What each step of the lineage buys here:**")
-    for line in findings.step_sentences(summaries, title):
-        st.markdown(f"- {line}")
-    n, at_n = findings.capacity_rows(summaries)
-    if n is not None:
-        state = findings.Summary.state_size
-        cap_points, cap_spread, cap_names = findings.sweep_lines(at_n, state, title)
-        chart(
-            plots.accuracy_sweep(
-                cap_points,
-                x_title="numbers one layer carries (log scale)",
-                title=f"The capacity record at {n} pairs: accuracy against the numbers one layer carries (Zoology)",
-                spread=cap_spread,
-                names=cap_names,
-                log_x=True,
-                rising=findings.rising_lines(at_n, state),
-            ),
-            key="learned_memory_capacity_state",
-            alt="Held-out accuracy against the numbers one layer carries, one point per mechanism and width.",
-        )
-        if said := findings.capacity_sentence(summaries, title):
-            st.markdown(said)
-    st.caption(findings.memory_caption(summaries, title))
-    whole = grid_size(GRID.stat().st_mtime, str(GRID)) if GRID.exists() else 0
-    grid = grid_size(CAPACITY_GRID.stat().st_mtime, str(CAPACITY_GRID)) if CAPACITY_GRID.exists() else len(results)
-    st.caption(findings.capacity_caption(results, grid, whole))
-
-
-def recorded_section(results: list[dict]) -> None:
-    """The recorded sweep: accuracy against pairs (best learning rate, seeds' spread, the ablation), against state
-    size, the sentences computed from it, and a live re-run of any recorded point."""
-    title = plots.mixer_title
-    summaries = findings.summarise(r["result"] for r in results)
-    rows = findings.by_pairs(summaries) + findings.by_pairs(summaries, "none")
-    first = TrainResult.from_dict(results[0]["result"])
-    T = first.task["seq_len"]
-    st.subheader("The first recorded sweep: accuracy against the number of pairs, with and without the front end")
-    points, spread, names = findings.sweep_lines(rows, lambda x: x.setting.n_pairs, title)
-    chart(
-        plots.accuracy_sweep(
-            points,
-            x_title="key–value pairs",
-            title=f"MQAR at {T} tokens, width {findings.main_width(summaries)}",
-            chance=TaskConfig(**first.task).chance,
-            spread=spread,
-            names=names,
-            dodge=0.06,
-        ),
-        key="learned_memory_pairs",
-        alt="Held-out accuracy against the number of key-value pairs for each mechanism, from the recorded sweep.",
-    )
-    st.caption(
-        "Each point: the best learning rate, the mean of its seeds (bars: lowest to highest seed); dotted: without the "
-        "convolution; the lines are drawn a little apart along x so that equal points stay visible (hover for the "
-        "true values); the dotted line along the foot: chance."
-    )
-    st.caption(findings.memory_caption(summaries, title))
-    for line in findings.solved_sentences(summaries, title):
-        st.markdown(f"- {line}")
-    if said := findings.most_learned(summaries, title):
-        st.markdown(said)
-    for line in findings.front_end_sentences(summaries, title):
-        st.markdown(f"- {line}")
-    if said := findings.plateau_sentence(summaries, title):
-        st.markdown(said)
-    st.markdown("**What the papers found, against this record:**")
-    for line in findings.paper_checks(summaries, title):
-        st.markdown(f"- {line}")
-    if (n := findings.capacity_pairs(summaries)) is not None:
-        cap_points, cap_spread, cap_names = findings.sweep_lines(
-            findings.by_width(summaries, n), findings.Summary.state_size, title
-        )
-        chart(
-            plots.accuracy_sweep(
-                cap_points,
-                x_title="numbers one layer carries (log scale)",
-                title=f"MQAR with {n} pairs: accuracy against the memory one layer carries (Zoology's plot)",
-                spread=cap_spread,
-                names=cap_names,
-                log_x=True,
-            ),
-            key="learned_memory_capacity",
-            alt="Held-out accuracy against the numbers one layer carries, one line per mechanism, from the sweep.",
-        )
-        st.markdown(findings.capacity_sentence(summaries, title))
-    whole = grid_size(GRID.stat().st_mtime, str(GRID)) if GRID.exists() else 0
-    cpu = grid_size(CPU_GRID.stat().st_mtime, str(CPU_GRID)) if CPU_GRID.exists() else 0
-    st.caption(findings.record_caption(results, len(summaries), cpu, whole))
-    with st.expander("Each recorded setting: learning rates, seeds, steps, why each stopped"):
-        st.markdown(
-            "\n".join(
-                f"- {findings.label(x.setting, title)}, {x.setting.n_pairs} pairs, {x.setting.seq_len} tokens, width "
-                f"{x.setting.width}: {x.evidence()}; seeds {', '.join(map(str, x.seeds))} stopped "
-                f"{', '.join(x.stopped)}"
-                for x in summaries
-            )
-        )
-    rerun_picker(results)
 
 
 def rerun_picker(results: list[dict]) -> None:
@@ -241,16 +116,10 @@ def rerun_picker(results: list[dict]) -> None:
     st.markdown(findings.rerun_sentence(again, picked, steps, device_label(), n, same))
 
 
-if capacity:
-    capacity_section(capacity, capacity_summaries)
+show(page.capacity)
+show(page.first)
 if recorded:
-    recorded_section(recorded)
-else:
-    st.info(
-        "No recorded sweep is stored with this copy of the app (data/learned_memory_sweep.jsonl). "
-        "`python -m lineage sweep data/learned_memory_grid_cpu.json --out data/learned_memory_sweep.jsonl` "
-        "makes one."
-    )
+    rerun_picker(recorded)
 
 TRAINED_KEY = "_learned_memory_trained"  # session state: the models this session trained
 

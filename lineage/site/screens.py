@@ -440,48 +440,42 @@ def memory_cost_screen() -> Screen:
     )
 
 
+def _learned_blocks(block) -> list[Block]:
+    """One block of the Learned memory page's recorded part (:mod:`lineage.plots.learned_memory`) as the site's."""
+    from lineage.plots import learned_memory as learned
+
+    if isinstance(block, learned.Heading):
+        return [Text(f"## {block.text}")]
+    if isinstance(block, learned.Line):
+        return [Text(block.markdown)]
+    if isinstance(block, (learned.Caption, learned.Note)):
+        return [Text(block.text, small=True)]
+    if isinstance(block, learned.Chart):
+        return [_figure(block.key, block.draw, block.alt)]
+    if isinstance(block, learned.Details):  # folded in the app, written out here
+        return [Text(f"**{block.summary}**"), Text(block.markdown, small=True)]
+    raise TypeError(f"no site block for {type(block).__name__}")
+
+
 def learned_memory_screen() -> Screen:
-    """The recorded sweep (data/learned_memory_sweep.jsonl): the headline, the accuracy chart, the sentences."""
-    from lineage.train import findings, sweep
-    from lineage.train.loop import TrainResult
-    from lineage.train.tasks import TaskConfig
+    """The Learned memory page's recorded part as the app shows it (lineage.plots.learned_memory): the headline, the
+    page's prose, the capacity record (data/learned_memory_capacity.jsonl), then the first recorded sweep
+    (data/learned_memory_sweep.jsonl), each with its charts and the sentences computed from it."""
+    from lineage.plots import learned_memory as learned
+    from lineage.train import findings
 
-    title = plots.mixer_title
-    live = "Live training of any mechanism, and re-running a recorded point"
-    if not findings.RECORD.exists():
-        return Screen("learned_memory", "Learned memory", (Text("No recorded sweep is stored with this copy."),), live)
-    results = sweep.read_results(findings.RECORD)
-    summaries = findings.summarise(r["result"] for r in results)
+    page = learned.recorded_page(learned.read(findings.RECORD), learned.read(findings.CAPACITY_RECORD), learned.grids())
     blocks: list[Block] = []
-    if point := findings.headline(summaries, title):
+    if point := page.headline:
         blocks += [Claim(point.claim), Metric(point.label, point.shown)]
-    rows = findings.by_pairs(summaries) + findings.by_pairs(summaries, "none")
-    first = TrainResult.from_dict(results[0]["result"])
-    T = first.task["seq_len"]
-    points, spread, names = findings.sweep_lines(rows, lambda x: x.setting.n_pairs, title)
-
-    def build() -> go.Figure:
-        return plots.accuracy_sweep(
-            points,
-            x_title="key–value pairs",
-            title=f"MQAR at {T} tokens, width {findings.main_width(summaries)}",
-            chance=TaskConfig(**first.task).chance,
-            spread=spread,
-            names=names,
-            dodge=0.06,
-        )
-
-    blocks += [
-        Text("## The recorded sweep: accuracy against the number of pairs"),
-        _figure(
-            "learned_memory_pairs",
-            build,
-            "Held-out accuracy against the number of key-value pairs for each mechanism, from the recorded sweep.",
-        ),
-        Text(findings.memory_caption(summaries, title), small=True),
-    ]
-    blocks += [Text(f"- {line}") for line in findings.solved_sentences(summaries, title)]
-    return Screen("learned_memory", "Learned memory", tuple(blocks), live_note=live)
+    blocks.append(Text(learned.INTRO, prose=True))
+    blocks += [site_block for block in page.blocks() for site_block in _learned_blocks(block)]
+    return Screen(
+        "learned_memory",
+        "Learned memory",
+        tuple(blocks),
+        live_note="Live training of any mechanism, and re-running a recorded point",
+    )
 
 
 def memory_lab_screen() -> Screen:
