@@ -16,6 +16,7 @@ from ui.running import run_or_stop
 from ui.session import device_label, remember_measured_bandwidth
 
 NOISY_SPREAD = 2.0  # a KDA step whose medians differ more than this across contexts was disturbed by other work
+GDN2_STEP = "Gated DeltaNet-2 recurrent step"  # the stage after the article: KDA's state, two gate vectors a token
 BUDGET_NOTES = {
     "tiny": "tiny — 4 contexts up to 4,096, 3 repeats (well under a second)",
     "standard": "standard — 7 contexts up to the cap, 7 repeats (a second or two on a laptop CPU)",
@@ -142,14 +143,14 @@ if result is not None:
     chart(
         plots.decode_time_vs_context(
             r.contexts,
-            {"KV-cache softmax step": r.kv_ms, "KDA recurrent step": r.kda_ms},
+            {"KV-cache softmax step": r.kv_ms, "KDA recurrent step": r.kda_ms, GDN2_STEP: r.gdn2_ms},
             floor_ms=r.kv_floor_ms,
-            mechanisms={"KV-cache softmax step": "softmax", "KDA recurrent step": "kda"},
+            mechanisms={"KV-cache softmax step": "softmax", "KDA recurrent step": "kda", GDN2_STEP: "gated_deltanet2"},
             title=f"One decoding step, {r.heads} heads × {r.head_dim}, on {r.device_type}",
         ),
         key="live_benchmark_time_chart",
         alt="Log-log milliseconds per decoding step against context: the KV-cache step rises with the context, the "
-        "KDA step stays flat, the dotted bandwidth floor rises beneath the KV step.",
+        "KDA and Gated DeltaNet-2 steps stay flat, the dotted bandwidth floor rises beneath the KV step.",
     )
     chart(
         plots.bandwidth_fraction(
@@ -177,11 +178,17 @@ if result is not None:
         f"ranged from {r.kda_ms.min():.3g} to {r.kda_ms.max():.3g} ms: other work competed for the processor. "
         "Run it again; where the medians agree, they are the step's cost."
     )
+    gdn2_ratio = float(np.median(r.gdn2_ms / r.kda_ms))
+    gdn2_point = (
+        f"Gated DeltaNet-2's step (after the article) holds KDA's state and adds an erase and a write gate per token: "
+        f"it took {gdn2_ratio:.2g}× KDA's time here (median over the contexts), and stays flat as KDA's does."
+    )
     notice = [
         f"The KV step's time grows about in proportion to the context: ×{r.contexts[top] / r.contexts[0]:,.0f} "
         f"more tokens cost ×{r.kv_ms[top] / r.kv_ms[0]:,.1f} the time (fixed overheads dominate the smallest "
         "contexts).",
         kda_point,
+        gdn2_point,
         f"The KV step does {flops_per_byte:g} FLOP per byte it reads (2·H·N·(K+V) FLOPs over 4·H·N·(K+V) bytes), "
         f"so reading the cache, not computing, sets its time: at {r.contexts[top]:,} tokens it moves its bytes "
         f"{r.kv_fraction_of_read[top]:.0%} as fast as a plain read of the same bytes. The dotted floor is that read, "

@@ -42,7 +42,6 @@ import torch.nn.functional as F
 from lineage import checks
 from lineage.mechanisms import Mechanism, OpInput
 from lineage.ops.linear_attention import recurrence_inputs
-from lineage.ops.recurrence import recurrent_memory
 
 # The layers' gate at real size: log σ(x) divided by a normaliser of 16 (Yang et al. 2024, arXiv 2312.06635; fla's
 # gate_logit_normalizer), so α = σ(x)^(1/16) sits near 1 as in a trained layer. Undivided, α = σ(N(0, 1)) averages
@@ -148,12 +147,17 @@ def draw_inputs(
     ``dtype``), from the same generator after the rest, and only when the op takes one. So the numbers are those of
     :func:`random_inputs` whatever the mechanism, and a tensor the op does not take is None.
 
-    Returns a dict with q, k, v, g, beta (None where the op takes no such tensor) and initial_state.
+    A unit gate of the contract (``OpInput.unit``: Gated DeltaNet-2's erase and write) is drawn U[0, 1) in its shape,
+    after the log-gate, and returned under its name.
+
+    Returns a dict with q, k, v, g, beta (None where the op takes no such tensor), initial_state and any unit gates.
     """
     takes = {x.name: x for x in contract}
-    unknown = set(takes) - {"q", "k", "v", "g", "beta"}
+    unknown = {name for name, x in takes.items() if not x.unit} - {"q", "k", "v", "g", "beta"}
     if unknown:
-        raise ValueError(f"draw_inputs draws q, k, v, g and beta; the contract also names {sorted(unknown)}")
+        raise ValueError(
+            f"draw_inputs draws q, k, v, g, beta and unit gates; the contract also names {sorted(unknown)}"
+        )
     x = random_inputs(sizes["B"], sizes["H"], sizes["T"], sizes["K"], sizes["V"], gen, dtype=dtype)
     if gate is None:
 
@@ -163,6 +167,8 @@ def draw_inputs(
     x["g"] = gate(takes["g"].shape(sizes), gen) if "g" in takes else None
     if "beta" not in takes:
         x["beta"] = None
+    for u in (u for u in contract if u.unit):  # after the gate, so the numbers before it are every op's
+        x[u.name] = torch.rand(u.shape(sizes), generator=gen, dtype=dtype, device=gen.device)
     return x
 
 
@@ -177,11 +183,11 @@ def layer_inputs(m: Mechanism, H: int, T: int, K: int, gen: torch.Generator, *, 
 
     Drawn in this order: q, k, v ~ N(0, 1) [1, H, T, K], q and k L2-normalised where the layer normalises them
     (``LayerOptions.l2norm``); the gate, ``GateDraw(GATE_DIVISOR)`` per head [1, H, T] or per key channel
-    [1, H, T, K]; β = sigmoid(N(0, 1)) [1, H, T] for the delta rule; with ``state``, a state ~ N(0, 1/K)
-    [1, H, K, K].
+    [1, H, T, K]; β = sigmoid(N(0, 1)) [1, H, T] for the delta rule; any unit gates of its contract (Gated
+    DeltaNet-2's erase and write), sigmoid(N(0, 1)) in their shapes; with ``state``, a state ~ N(0, 1/K) [1, H, K, K].
 
-    Returns a dict with q, k, v, g (None without a gate), beta (None for additive writes) and, with ``state``,
-    initial_state.
+    Returns a dict with q, k, v, g (None without a gate), beta (None where the op takes none), the unit gates by name
+    and, with ``state``, initial_state.
     """
     for name, value in (("heads", H), ("T", T), ("K", K)):
         checks.positive_int(name, value)
@@ -196,6 +202,8 @@ def layer_inputs(m: Mechanism, H: int, T: int, K: int, gen: torch.Generator, *, 
     g = GateDraw(GATE_DIVISOR).draw(m.input_shape("g", sizes), gen) if m.takes("g") else None
     beta = torch.sigmoid(normal(*m.input_shape("beta", sizes))) if m.takes("beta") else None
     x = {"q": q, "k": k, "v": v, "g": g, "beta": beta}
+    for u in m.unit_gates:  # a layer's σ(W x), one gate vector per token: erase [1, H, T, K], write [1, H, T, V]
+        x[u.name] = torch.sigmoid(normal(*u.shape(sizes)))
     if state:
         x["initial_state"] = normal(1, H, K, K) / math.sqrt(K)
     return x
@@ -255,8 +263,8 @@ def rule_inputs(m: Mechanism, T: int, K: int, V: int, seed: int, rule: GateRule 
         g = torch.log(alpha)  # −inf where α = 0: a wipe
         g = g if per_channel else g[..., 0]
     beta = None
-    if m.takes("beta"):
-        shape = m.input_shape("beta", {"B": 1, "H": 1, "T": T, "K": K, "V": V})
+    if m.writes_with_strength:  # β, or the unit gates that are β on every channel (Gated DeltaNet-2: then KDA)
+        shape = (1, 1, T)
         beta = torch.sigmoid(beta_noise) if rule.beta is None else torch.full(shape, float(rule.beta))
     return q, k, v, g, beta
 
@@ -302,23 +310,13 @@ def run_mechanism(
         bare: the op as the bare shared recurrence (its table entry's ``bare`` arguments: no feature map, no
             normaliser), on inputs already mapped by :func:`as_recurrence` (a stage page, whose output then carries
             the normaliser's column) or on raw ones (the lab's S = Σ k vᵀ).
-        trace: the reference loop (:func:`lineage.ops.recurrence.recurrent_memory`) with the rule and gate of
-            ``m``, recording every state: what the op cannot return. Returns (o, S, MemoryTrace). It runs the
-            recurrence itself, so it takes the recurrence's inputs (:func:`as_recurrence`), as ``bare`` does.
+        trace: the reference loop (:meth:`lineage.mechanisms.Mechanism.reference_call`: the shared recurrence with
+            the rule and gate of ``m``, or the entry's own loop), recording every state: what the op cannot return.
+            Returns (o, S, MemoryTrace). It runs the recurrence itself, so it takes the recurrence's inputs
+            (:func:`as_recurrence`), as ``bare`` does.
     """
     if not m.is_linear:
         raise ValueError(f"{m.key!r} is not a linear-memory mechanism; its op has another signature")
     if trace:
-        gated = m.takes("g")
-        return recurrent_memory(
-            q,
-            k,
-            v,
-            g if gated else None,
-            beta if m.takes("beta") else None,
-            rule=m.rule,
-            trace=True,
-            per_channel=m.input_dims("g")[-1] == "K" if gated else None,
-            **kwargs,
-        )
+        return m.reference_call(q, k, v, g, beta, trace=True, **kwargs)
     return m.call(q, k, v, g, beta, **(dict(m.bare) | kwargs if bare else kwargs))

@@ -40,10 +40,12 @@ import torch
 
 from lineage.ops.deltanet import deltanet
 from lineage.ops.gated_deltanet import gated_deltanet
+from lineage.ops.gated_deltanet2 import gated_deltanet2, recurrent_gated_deltanet2
 from lineage.ops.gla import gla
 from lineage.ops.kda import kda
 from lineage.ops.linear_attention import linear_attention
 from lineage.ops.mamba2 import mamba2
+from lineage.ops.recurrence import recurrent_memory
 from lineage.ops.softmax import softmax_attention
 
 GATES = ("none", "scalar", "channel")
@@ -184,6 +186,10 @@ class OpInput:
 
     name: str  # "q", "k", "v", "g", "beta", … (the op's parameter)
     dims: tuple[str, ...]  # e.g. ("B", "H", "T", "K")
+    # A write strength along a channel axis, with values in [0, 1] (Gated DeltaNet-2's erase and write gates): drawn
+    # as σ(N(0, 1)), computed by a layer as σ(W x), and, where a caller has only one write strength β per token (the
+    # story, the Memory lab), β on every channel — the delta rule's β made a vector, so the op is KDA there.
+    unit: bool = False
 
     def __post_init__(self):
         if not self.dims or not all(isinstance(d, str) and d.isidentifier() for d in self.dims):
@@ -264,6 +270,12 @@ class Mechanism:
         op_inputs: the op's positional tensors and their shapes (:class:`OpInput`), where they are not the
             package's convention for its rule and gate (empty: :func:`default_op_inputs`). An op that takes them in
             another order or shape states its own here, and every caller follows: they read :attr:`op_contract`.
+        reference: the token-by-token loop its op is checked against, with the op's signature (and ``trace=``),
+            where that is not the shared recurrence for its rule and gate
+            (:func:`lineage.ops.recurrence.recurrent_memory`): an op whose tensors the recurrence does not take.
+            :meth:`reference_call` runs whichever applies.
+        after_article: its stage came after the article's lineage (which ends at KDA and the hybrid): the stage
+            table lists it after the hybrid, and its page says so.
     """
 
     key: str
@@ -282,6 +294,8 @@ class Mechanism:
     layer_kind: str = ""
     label: str = ""
     op_inputs: tuple[OpInput, ...] = ()
+    reference: Callable | None = None
+    after_article: bool = False
 
     def __post_init__(self):
         if not self.key.isidentifier():
@@ -337,6 +351,17 @@ class Mechanism:
         """Whether its op takes the tensor ``name`` ("g", "beta", …) among its positional inputs."""
         return any(x.name == name for x in self.op_contract)
 
+    @property
+    def unit_gates(self) -> tuple[OpInput, ...]:
+        """Its op's write strengths along a channel axis (:attr:`OpInput.unit`): Gated DeltaNet-2's erase and write."""
+        return tuple(x for x in self.op_contract if x.unit)
+
+    @property
+    def writes_with_strength(self) -> bool:
+        """Whether a caller with one write strength β per token passes it: its op takes β, or unit gates that are β
+        on every channel where nothing else sets them (:meth:`call`)."""
+        return self.takes("beta") or bool(self.unit_gates)
+
     def input_dims(self, name: str) -> tuple[str, ...]:
         """The dimensions of the tensor ``name`` its op takes (("B", "H", "T", "K") for a per-channel gate)."""
         for x in self.op_contract:
@@ -380,10 +405,41 @@ class Mechanism:
         """
         if not self.is_linear:
             raise ValueError(f"{self.key!r} is not a linear-memory mechanism; its op has another signature")
+        return self.op(*self._args(q, k, v, g, beta, kwargs), **kwargs)
+
+    def _args(self, q, k, v, g, beta, kwargs: dict) -> list:
+        """The op's positional tensors from g, β and the contract's own tensors in ``kwargs`` (popped from it); a
+        unit gate not given is β on every channel of its axis, when β is."""
         names = {x.name for x in self.op_contract}
         more = {n: kwargs.pop(n) for n in list(kwargs) if n in names}  # a contract's own tensors, by keyword
         tensors = {"q": q, "k": k, "v": v, "g": g, "beta": beta} | more
-        return self.op(*self.op_args(tensors), **kwargs)
+        sizes = {"B": q.shape[0], "H": q.shape[1], "T": q.shape[2], "K": q.shape[3], "V": v.shape[-1]}
+        for x in self.unit_gates:
+            if tensors.get(x.name) is None and isinstance(beta, torch.Tensor) and beta.dim() == 3:
+                tensors[x.name] = beta[..., None].expand(x.shape(sizes))
+        return self.op_args(tensors)
+
+    def reference_call(self, q, k, v, g=None, beta=None, *, trace: bool = False, **kwargs):
+        """Its reference loop on the op's inputs (as :meth:`call` takes them): :attr:`reference` where the entry
+        names one, else the shared recurrence with its rule and gate. ``kwargs``: ``scale``, ``initial_state``,
+        ``output_final_state`` (and the contract's own tensors). Returns (o, S), and a MemoryTrace with ``trace``."""
+        if not self.is_linear:
+            raise ValueError(f"{self.key!r} is not a linear-memory mechanism; it has no recurrence")
+        if self.reference is not None:
+            return self.reference(*self._args(q, k, v, g, beta, kwargs), trace=trace, **kwargs)
+        gated = self.takes("g")
+        per_channel = self.input_dims("g")[-1] == "K" if gated else None
+        return recurrent_memory(
+            q,
+            k,
+            v,
+            g if gated else None,
+            beta if self.takes("beta") else None,
+            rule=self.rule,
+            trace=trace,
+            per_channel=per_channel,
+            **kwargs,
+        )
 
 
 # Colours: Okabe & Ito's colour-blind-safe qualitative palette (2008), except GLA, whose Okabe–Ito yellow is too pale
@@ -537,6 +593,44 @@ _ENTRIES = (
         ),
         op=kda,
         label="KDA",
+    ),
+    # After the article (whose lineage ends at KDA and the hybrid): KDA's β split into an erase and a write gate. It
+    # shares KDA's cell of the grid (the delta rule, a gate per key channel): with erase = write = β it is KDA, and
+    # a caller with one β per token (the story, the Memory lab) runs it so (OpInput.unit).
+    Mechanism(
+        key="gated_deltanet2",
+        title="Gated DeltaNet-2",
+        year=2026,
+        paper="Hatamizadeh, Choi & Kautz, Gated DeltaNet-2: Decoupling Erase and Write in Linear Attention, "
+        "arXiv 2605.22791",
+        url="https://arxiv.org/abs/2605.22791",
+        rule="delta",
+        gate="channel",
+        # Paul Tol's dark red from his 12-colour qualitative scheme (GLA's wine is Tol's too): CIEDE2000 ≥ 17 from
+        # every other mechanism under normal sight, deuteranopia and protanopia, and ≥ 21 from the cache and state
+        # colours (palette.GROWS, palette.FIXED: Tol's indigo, which it first had); tests/test_palette.py and
+        # tests/test_one_voice.py check it with the rest
+        colour="#661100",
+        stage="gated_deltanet2",
+        layer=LayerOptions(conv=True, l2norm=True, output_gate="sigmoid", gate_form="softplus"),
+        narrative=Narrative(
+            representative="Gated DeltaNet-2 (Hatamizadeh, Choi & Kautz, NVIDIA)",
+            summary="Erase and write apart: S = (I − k (b ⊙ k)ᵀ) Diag(α) S + k (w ⊙ v)ᵀ",
+            problem_solved="Erasing and writing are set apart, per key and per value channel: an old value can go "
+            "however weakly the new one is written",
+            cost_introduced="Two gate vectors per token instead of one β, and an erase that is no longer symmetric: "
+            "unit keys alone no longer keep the state from growing",
+            transition="After the article: KDA's one β both erases and writes. Gated DeltaNet-2 splits it in two.",
+        ),
+        op=gated_deltanet2,
+        reference=recurrent_gated_deltanet2,
+        op_inputs=QKV
+        + (
+            OpInput("g", GATE_DIMS["channel"]),
+            OpInput("erase", ("B", "H", "T", "K"), unit=True),
+            OpInput("write", ("B", "H", "T", "V"), unit=True),
+        ),
+        after_article=True,
     ),
 )
 

@@ -35,14 +35,23 @@ class Stage(Narrative):
     rule: str | None = None  # a write rule's key (lineage.mechanisms.write_rules) for the linear-memory family
     gate: str | None = None  # "none" | "scalar" | "channel"
     label: str = ""  # its short name (the navigation's): its mechanism's label, else its title
+    after_article: bool = False  # it came after the article's lineage (listed after the hybrid; its page says so)
 
     def __post_init__(self):
         object.__setattr__(self, "label", self.label or self.title)
 
     @property
+    def heading(self) -> str:
+        """Its name as its page's heading and its navigation entry give it: the label, marked where the stage came
+        after the article ("Gated DeltaNet-2 (after the article)")."""
+        return f"{self.label} ({AFTER_ARTICLE})" if self.after_article else self.label
+
+    @property
     def in_grid(self) -> bool:
         return self.rule is not None
 
+
+AFTER_ARTICLE = "after the article"  # how a stage after the article's lineage is marked (Stage.heading)
 
 _SOFTMAX, _KDA, _MLA = mechanism("softmax"), mechanism("kda"), mechanism("mla")
 
@@ -113,12 +122,21 @@ def _mechanism_stage(m: Mechanism) -> Stage:
         rule=m.rule,
         gate=m.gate,
         label=m.label,
+        after_article=m.after_article,
     )
 
 
 def all_stages() -> tuple[Stage, ...]:
-    """Every stage in the order of the lineage: the softmax stages, one per mechanism with a narrative, the hybrid."""
-    return (GPT2, KV_CACHE, *(_mechanism_stage(m) for m in MECHANISMS.values() if m.narrative is not None), HYBRID)
+    """Every stage in the order of the lineage: the softmax stages, one per mechanism with a narrative, the hybrid,
+    then the stages that came after the article (whose lineage ends at the hybrid), in the table's order."""
+    own = [_mechanism_stage(m) for m in MECHANISMS.values() if m.narrative is not None]
+    return (
+        GPT2,
+        KV_CACHE,
+        *(s for s in own if not s.after_article),
+        HYBRID,
+        *(s for s in own if s.after_article),
+    )
 
 
 GRID_GATES = GATES  # the grid's columns, in order

@@ -66,9 +66,9 @@ def test_gated_ops_are_swept_over_every_strength_and_wipes_ungated_once():
     for m, draw in plan:
         by_op.setdefault(m.key, []).append("none" if draw is None else draw.label)
     assert list(by_op) == [m.key for m in linear_mechanisms()]
-    assert set(by_op) == {"linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda"}
+    assert set(by_op) == {"linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda", "gated_deltanet2"}
     assert by_op["linear_attention"] == by_op["deltanet"] == ["none"]
-    for key in ("mamba2", "gla", "gated_deltanet", "kda"):
+    for key in ("mamba2", "gla", "gated_deltanet", "kda", "gated_deltanet2"):
         assert by_op[key] == STRENGTHS, key
 
 
@@ -347,11 +347,13 @@ def test_cli_prints_the_table_writes_json_and_reports_progress(tmp_path, capsys)
     assert main(["bench", *TINY_ARGS, "--threads", "1", "--json", str(out)]) == 0
     captured = capsys.readouterr()
     assert "rec/chunk" in captured.out and "% of matmul" in captured.out
-    assert "[1/22] linear_attention, none" in captured.err and "[22/22] kda" in captured.err
+    n = len(sweep_plan(TINY))  # 2 ungated ops once, 5 gated ones at every strength
+    last = linear_mechanisms()[-1].key
+    assert f"[1/{n}] linear_attention, none" in captured.err and f"[{n}/{n}] {last}" in captured.err
     data = json.loads(out.read_text())
     assert data["config"]["T"] == 24 and data["threads"] == 1 and data["torch"] == torch.__version__
     assert data["recurrent_scaled_from_T"] is None
-    assert len(data["cells"]) == 22
+    assert len(data["cells"]) == n
     for c in data["cells"]:
         assert c["recurrent_over_chunk"] == pytest.approx(c["seconds"]["recurrent"] / c["seconds"]["chunk"])
         assert c["gflops"] == pytest.approx(c["flops"] / c["seconds"]["chunk"] / 1e9)

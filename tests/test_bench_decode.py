@@ -79,11 +79,13 @@ def test_tiny_run_shapes_and_sanity(tiny):
     assert r.device_type == get_device().type
     assert np.all(np.diff(r.contexts) > 0), "context lengths must increase"
     assert r.contexts[-1] == min(BUDGETS["tiny"].max_context, r.cap_context)
-    assert r.kv_seconds.shape == r.kda_seconds.shape == r.read_seconds.shape == (P, R)
+    assert r.kv_seconds.shape == r.kda_seconds.shape == r.gdn2_seconds.shape == r.read_seconds.shape == (P, R)
     assert r.copy_seconds.shape == (R,)
-    for name, x in (("kv", r.kv_seconds), ("kda", r.kda_seconds), ("copy", r.copy_seconds), ("read", r.read_seconds)):
+    timed = (("kv", r.kv_seconds), ("kda", r.kda_seconds), ("gdn2", r.gdn2_seconds))
+    for name, x in (*timed, ("copy", r.copy_seconds), ("read", r.read_seconds)):
         assert np.all(np.isfinite(x)) and np.all(x > 0), f"{name} times must be positive"
     assert np.all(r.kv_ms > 0) and np.all(r.kda_ms > 0)
+    np.testing.assert_allclose(r.gdn2_ms, np.median(r.gdn2_seconds, axis=1) * 1e3)
     assert r.copy_bytes_per_s > 0 and np.all(np.isfinite(r.kv_fraction_of_copy))
     assert r.memory_estimate_bytes <= r.cap_bytes
 
@@ -179,9 +181,10 @@ def test_format_table_has_a_row_per_context(tiny):
     text = format_table(r)
     assert r.device_label in text and "GB/s" in text and f"{r.cap_context:,} tokens" in text
     rows = text.splitlines()[-len(r.contexts) :]
-    for row, N, kv, kd in zip(rows, r.contexts, r.kv_ms, r.kda_ms, strict=True):
+    assert "GDN-2 ms/token" in text
+    for row, N, kv, kd, g2 in zip(rows, r.contexts, r.kv_ms, r.kda_ms, r.gdn2_ms, strict=True):
         cells = row.split()
-        assert cells[0] == f"{N:,}" and cells[2] == f"{kv:.3f}" and cells[-1] == f"{kd:.3f}"
+        assert cells[0] == f"{N:,}" and cells[2] == f"{kv:.3f}" and cells[-2:] == [f"{kd:.3f}", f"{g2:.3f}"]
 
 
 def test_to_json_round_trips(tiny):
@@ -190,6 +193,8 @@ def test_to_json_round_trips(tiny):
     assert data["contexts"] == r.contexts.tolist()
     assert data["kv"]["ms_per_token"] == pytest.approx(r.kv_ms.tolist())
     assert data["kda"]["ms_per_token"] == pytest.approx(r.kda_ms.tolist())
+    assert data["gated_deltanet2"]["ms_per_token"] == pytest.approx(r.gdn2_ms.tolist())
+    assert data["gated_deltanet2"]["state_bytes"] == data["kda"]["state_bytes"] == r.kda_state_bytes
     assert data["copy"]["bytes_per_s"] == pytest.approx(r.copy_bytes_per_s)
     assert data["kv"]["fraction_of_copy"] == pytest.approx(r.kv_fraction_of_copy.tolist())
     assert data["kv"]["fraction_of_read"] == pytest.approx(r.kv_fraction_of_read.tolist())

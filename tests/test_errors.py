@@ -43,6 +43,16 @@ def other_gate_shape(g):
     return g[..., 0] if g.dim() == 4 else g[..., None].expand(*g.shape, 4)
 
 
+def narrow_gate(g):
+    """A per-channel gate two channels wide where the keys have K = 4: a shape no op takes."""
+    return g[..., :2]
+
+
+# Ops that take either gate shape (Gated DeltaNet-2: per key channel, or one per head, which is Gated DeltaNet's decay;
+# tests/test_gated_deltanet2.py runs both): their wrong shape is a gate of the wrong width instead.
+EITHER_GATE = {"gated_deltanet2"}
+
+
 def set_kw(**changes):
     def mutate(x, kw):
         kw.update(changes)
@@ -75,6 +85,17 @@ CASES = [
     ("beta-negative", "beta", ValueError, r"^beta must lie in \[0, 1\].*-0\.1", replace("beta", with_value(-0.1))),
     ("beta-above-one", "beta", ValueError, r"^beta must lie in \[0, 1\].*1\.5", replace("beta", with_value(1.5))),
     ("beta-shape", "beta", ValueError, r"^beta must have shape \[B, H, T\]", replace("beta", lambda b: b[..., :4])),
+    # unit gates (Gated DeltaNet-2's erase, key axis, and write, value axis): each in [0, 1], in its shape
+    ("erase-nan", "erase", ValueError, r"^erase contains NaN", replace("erase", with_nan)),
+    ("erase-above-one", "erase", ValueError, r"^erase must lie in \[0, 1\].*1\.5", replace("erase", with_value(1.5))),
+    ("write-negative", "write", ValueError, r"^write must lie in \[0, 1\].*-0\.1", replace("write", with_value(-0.1))),
+    (
+        "write-shape",
+        "write",
+        ValueError,
+        r"^write must have shape \[B, H, T, V\]",
+        replace("write", lambda w: w[..., :2]),
+    ),
     (
         "state-shape",
         None,
@@ -90,7 +111,14 @@ CASES = [
 ]
 MODE_FREE = {"mode-fast", "chunk_size-0", "chunk_size-minus3", "chunk_size-2.5"}  # checked before dispatch
 ERROR_CASES = [
-    pytest.param(stage, mode, exc, match, mutate, id=f"{stage}-{case}" + ("" if case in MODE_FREE else f"-{mode}"))
+    pytest.param(
+        stage,
+        mode,
+        exc,
+        match,
+        replace("g", narrow_gate) if case == "g-other-shape" and stage in EITHER_GATE else mutate,
+        id=f"{stage}-{case}" + ("" if case in MODE_FREE else f"-{mode}"),
+    )
     for stage, (case, needs, exc, match, mutate), mode in itertools.product(STAGES, CASES, MODES)
     if (needs is None or needs in EXTRA_ARGS[stage]) and (case not in MODE_FREE or mode == "chunk")
 ]

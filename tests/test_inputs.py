@@ -47,7 +47,12 @@ def test_the_gate_draw_names_its_strength_and_the_random_gate_is_mild():
 @pytest.mark.parametrize("m", LINEAR, ids=lambda m: m.key)
 def test_layer_inputs_take_the_layers_gate_and_rule_and_a_state_on_request(m):
     x = layer_inputs(m, 2, 5, 4, torch.Generator().manual_seed(1), state=True)
-    assert (x["g"] is None) == (m.gate == "none") and (x["beta"] is None) == (m.rule != "delta")
+    assert (x["g"] is None) == (m.gate == "none") and (x["beta"] is None) == (not m.takes("beta"))
+    assert (x["beta"] is None) == (m.rule != "delta" or bool(m.unit_gates))  # Gated DeltaNet-2: erase, write
+    for u in m.unit_gates:  # σ(N(0, 1)), as its layer's σ(W x)
+        gate = x[u.name]
+        assert gate.shape == m.input_shape(u.name, {"B": 1, "H": 2, "T": 5, "K": 4, "V": 4})
+        assert gate.min() > 0 and gate.max() < 1
     assert x["initial_state"].shape == (1, 2, 4, 4)
     assert "initial_state" not in layer_inputs(m, 2, 5, 4, torch.Generator().manual_seed(1))
     with pytest.raises(ValueError, match="heads must be >= 1"):

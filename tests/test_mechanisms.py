@@ -24,7 +24,8 @@ from lineage.plots import palette
 from tests.util import assert_close, make_inputs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-KEYS = ("softmax", "mla", "linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda")
+KEYS = ("softmax", "mla", "linear_attention", "deltanet", "mamba2", "gla", "gated_deltanet", "kda", "gated_deltanet2")
+ARTICLE = tuple(m.key for m in linear_mechanisms() if not m.after_article)  # the article's linear stages
 
 
 def additive_fixed_decay(q, k, v, g, *, scale=None, initial_state=None, output_final_state=False, **kw):
@@ -66,12 +67,15 @@ TOY = Mechanism(
 )
 
 
-def test_the_table_holds_the_eight_mechanisms_in_lineage_order():
+def test_the_table_holds_the_mechanisms_in_lineage_order():
     assert tuple(MECHANISMS) == KEYS
     assert [m.key for m in linear_mechanisms()] == list(KEYS[2:])
-    assert {(m.rule, m.gate) for m in linear_mechanisms()} == {
-        (r, g) for r in mechanisms.write_rules() for g in mechanisms.GATES
-    }, "the linear family fills the write-rule × gate grid once"
+    assert KEYS[2:-1] == ARTICLE and mechanism("gated_deltanet2").after_article
+    cells = [(mechanism(key).rule, mechanism(key).gate) for key in ARTICLE]
+    assert sorted(cells) == sorted((r, g) for r in mechanisms.write_rules() for g in mechanisms.GATES), (
+        "the article's linear family fills the write-rule × gate grid once"
+    )
+    assert (mechanism("gated_deltanet2").rule, mechanism("gated_deltanet2").gate) == ("delta", "channel"), "KDA's cell"
     with pytest.raises(ValueError, match="mechanism must be one of 'softmax'.*got 'linear'"):
         mechanism("linear")
 
@@ -123,7 +127,10 @@ def test_every_layer_is_built_from_its_entry(m):
     mixer = LinearMemoryMixer(m.key, MixerConfig(d_model=8, n_heads=2, head_k=4, head_v=4, gate_rank=2))
     names = {name for name, _ in mixer.named_parameters()}
     assert any(n.startswith("convs.") for n in names) == m.layer.conv
-    assert ("b_proj.weight" in names) == (m.rule == "delta")
+    assert ("b_proj.weight" in names) == m.takes("beta")
+    assert {n for n in names if n.startswith("unit_projs.")} == {
+        f"unit_projs.{u.name}.{p}" for u in m.unit_gates for p in ("weight", "bias")
+    }
     assert ("og_up.weight" in names) == (m.layer.output_gate != "none")
     assert ("A_log" in names) == (m.layer.gate_form == "softplus")
     assert ("g_up.weight" in names) == (m.gate == "channel")
@@ -178,7 +185,10 @@ def test_a_stage_is_one_narrative_defined_once():
 
 def test_stage_table_rows_come_from_the_table():
     table = stages.all_stages()
-    assert [s.key for s in table] == ["gpt2", "kv_cache", *KEYS[2:], "hybrid"]
+    assert [s.key for s in table] == ["gpt2", "kv_cache", *ARTICLE, "hybrid", "gated_deltanet2"]
+    assert [s.after_article for s in table] == [s.key == "gated_deltanet2" for s in table]
+    assert stages.stage("gated_deltanet2").heading == "Gated DeltaNet-2 (after the article)"
+    assert stages.stage("kda").heading == "KDA"
     for m in linear_mechanisms():
         s = stages.stage(m.key)
         assert (s.title, s.year, s.paper, s.rule, s.gate) == (m.title, m.year, m.paper, m.rule, m.gate)
@@ -210,11 +220,13 @@ def test_an_eighth_entry_appears_in_verify_bench_stages_layers_and_lab_with_no_o
         plan = bench.sweep_plan(bench.BenchConfig(T=64, K=8, V=8))
         assert [d is None for m, d in plan if m.key == TOY.key] == [False] * len(bench.gate_draws(bench.BenchConfig()))
         toy_stage = stages.stage(TOY.key)
-        assert [s.key for s in stages.all_stages()][-2:] == [TOY.key, "hybrid"]
+        order = [s.key for s in stages.all_stages()]
+        assert order.index(TOY.key) == order.index("hybrid") - 1, "a stage of the article's kind: before the hybrid"
         # the toy shares Mamba-2's cell: the grid keeps both, and the home page's heading counts them
         assert [s.key for s in stages.grid()[("additive", "scalar")]] == ["mamba2", TOY.key]
         assert sum(map(len, stages.grid().values())) == len(linear_mechanisms())
-        assert stages.grid_title(stages.grid()) == "One recurrence, six cells, seven stages"
+        n = stages.count_words(len(linear_mechanisms()))  # with Gated DeltaNet-2 in KDA's cell: eight stages
+        assert stages.grid_title(stages.grid()) == f"One recurrence, six cells, {n} stages"
         assert (toy_stage.title, toy_stage.rule, toy_stage.gate) == (TOY.title, "additive", "scalar")
         mixer = LinearMemoryMixer(TOY.key, MixerConfig(d_model=8, n_heads=2, head_k=4, head_v=4, gate_rank=2))
         x = torch.randn(1, 6, 8, dtype=torch.float64)
@@ -319,7 +331,13 @@ SIZES = {"B": 2, "H": 3, "T": 9, "K": 4, "V": 5}
 @pytest.mark.parametrize("m", linear_mechanisms(), ids=lambda m: m.key)
 def test_the_op_contract_follows_the_gate_and_the_rule(m):
     names = [x.name for x in m.op_contract]
-    assert names == ["q", "k", "v"] + (["g"] if m.gate != "none" else []) + (["beta"] if m.write.takes_beta else [])
+    convention = ["q", "k", "v"] + (["g"] if m.gate != "none" else []) + (["beta"] if m.write.takes_beta else [])
+    if m.op_inputs:  # an entry that states its own: Gated DeltaNet-2's erase and write gates where β was
+        assert names == ["q", "k", "v", "g", "erase", "write"] and [u.name for u in m.unit_gates] == names[4:]
+        assert m.input_shape("erase", SIZES) == (2, 3, 9, 4) and m.input_shape("write", SIZES) == (2, 3, 9, 5)
+        assert m.writes_with_strength and not m.takes("beta")
+    else:
+        assert names == convention and not m.unit_gates
     assert m.input_shape("v", SIZES) == (2, 3, 9, 5)
     if m.takes("g"):
         assert m.input_shape("g", SIZES) == ((2, 3, 9, 4) if m.gate == "channel" else (2, 3, 9))
@@ -336,7 +354,10 @@ def test_draw_inputs_draws_what_the_contract_names_in_its_shapes(m):
             assert tuple(x[name].shape) == m.input_shape(name, SIZES), name
     plain = random_inputs(*SIZES.values(), torch.Generator().manual_seed(3))
     assert torch.equal(x["q"], plain["q"]) and torch.equal(x["initial_state"], plain["initial_state"])
-    o, _ = m.call(**{n: x[n] for n in ("q", "k", "v", "g", "beta")}, **m.bare)  # the op accepts what was drawn
+    for u in m.unit_gates:  # drawn U[0, 1) in the shapes the contract gives
+        assert tuple(x[u.name].shape) == m.input_shape(u.name, SIZES) and 0 <= x[u.name].min() <= x[u.name].max() < 1
+    own = {u.name: x[u.name] for u in m.unit_gates}
+    o, _ = m.call(**{n: x[n] for n in ("q", "k", "v", "g", "beta")}, **own, **m.bare)  # the op accepts what was drawn
     assert o.shape == (2, 3, 9, 5)
 
 
@@ -374,7 +395,7 @@ def test_an_entry_stating_its_own_contract_is_called_and_checked_by_it():
     with pytest.raises(ValueError, match="dims must be dimension names"):
         mechanisms.OpInput("w", ("B", "H", 3))
     extra = (*mechanisms.QKV, mechanisms.OpInput("w", ("B", "H", "T")))
-    with pytest.raises(ValueError, match=r"draw_inputs draws q, k, v, g and beta; the contract also names \['w'\]"):
+    with pytest.raises(ValueError, match=r"draws q, k, v, g, beta and unit gates; the contract also names \['w'\]"):
         draw_inputs(extra, SIZES, torch.Generator())
 
 

@@ -24,6 +24,12 @@ def scale_inputs(key: str, T: int, H: int, K: int, seed: int) -> tuple:
     return x["q"], x["k"], x["v"], x["g"], x["beta"]
 
 
+def scale_gates(key: str, T: int, H: int, K: int, seed: int) -> dict:
+    """The unit gates run_at_scale draws beside them (Gated DeltaNet-2's erase and write), by name."""
+    x = layer_inputs(mechanism(key), H, T, K, torch.Generator().manual_seed(seed))
+    return {u.name: x[u.name] for u in mechanism(key).unit_gates}
+
+
 def rel(a, b) -> float:
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
@@ -94,7 +100,8 @@ def test_the_summaries_are_those_of_one_call_over_the_whole_sequence(runs, key):
     and maxima the run reports, and prefixes of the sequence give the states it reports after each segment."""
     r, m = runs[key], next(m for m in linear_mechanisms() if m.key == key)
     q, k, v, g, beta = scale_inputs(key, 200, 3, 8, 5)
-    o, _ = m.call(q, k, v, g, beta, chunk_size=8)
+    own = scale_gates(key, 200, 3, 8, 5)
+    o, _ = m.call(q, k, v, g, beta, chunk_size=8, **own)
     norms = o[0, 0].norm(dim=-1).numpy()
     starts = np.concatenate([[0], r.segment_ends[:-1]])
     mean = [norms[a:b].mean() for a, b in zip(starts, r.segment_ends, strict=True)]
@@ -103,7 +110,7 @@ def test_the_summaries_are_those_of_one_call_over_the_whole_sequence(runs, key):
     for i in (0, 5, len(r.segment_ends) - 1):
         end = int(r.segment_ends[i])
         cut = (None if x is None else x[:, :, :end] for x in (q, k, v, g, beta))
-        _, S = m.call(*cut, chunk_size=8, output_final_state=True)
+        _, S = m.call(*cut, chunk_size=8, output_final_state=True, **{n: x[:, :, :end] for n, x in own.items()})
         assert rel(r.state_norm[:, i], S[0].flatten(1).norm(dim=-1)) < RTOL
         assert rel(r.row_norms[i], S[0, 0].norm(dim=-1)) < RTOL
 
@@ -113,9 +120,11 @@ def test_the_first_steps_are_the_states_of_the_op_step_by_step(runs, key):
     r, m = runs[key], next(m for m in linear_mechanisms() if m.key == key)
     assert r.err_first < RTOL and r.err_segments < RTOL
     q, k, v, g, beta = scale_inputs(key, 200, 3, 8, 5)
+    own = scale_gates(key, 200, 3, 8, 5)
     for t in (0, 6, r.n_first - 1):
         cut = (None if x is None else x[:1, :1, : t + 1] for x in (q, k, v, g, beta))
-        _, S = m.call(*cut, mode="recurrent", output_final_state=True)
+        mine = {n: x[:1, :1, : t + 1] for n, x in own.items()}
+        _, S = m.call(*cut, mode="recurrent", output_final_state=True, **mine)
         assert rel(r.first_states[t], S[0, 0]) < RTOL, t
 
 
@@ -145,7 +154,8 @@ def test_the_inputs_follow_the_seed_and_the_stages_gate():
         else:
             assert g.shape == ((1, 2, 40, 4) if m.gate == "channel" else (1, 2, 40)) and (g < 0).all()
             assert g.mean() > -0.1  # logsigmoid(N(0, 1)) / 16: α near 1, as in a trained layer
-        assert (beta is None) == (m.rule != "delta")
+        assert (beta is None) == (not m.takes("beta"))
+        assert set(scale_gates(m.key, 40, 2, 4, 3)) == {u.name for u in m.unit_gates}
         if beta is not None:
             assert ((beta > 0) & (beta < 1)).all()
         if m.layer.l2norm:

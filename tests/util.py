@@ -46,7 +46,7 @@ def make_inputs(B=2, H=3, T=37, K=8, V=6, *, rule="additive", gate="none", dtype
     (log σ(x + 2): per-step decays mostly between 0.7 and 0.99) from the same generator.
 
     Returns a dict with q, k [B, H, T, K], v [B, H, T, V], g ([B, H, T] | [B, H, T, K] | None),
-    beta ([B, H, T] | None) and initial_state ([B, H, K, V] | None).
+    beta ([B, H, T] | None), initial_state ([B, H, K, V] | None) and any unit gates of the contract, by name.
     """
     return _cast(_draw(default_op_inputs(rule, gate), B, H, T, K, V, seed), dtype, state)
 
@@ -64,8 +64,7 @@ def _random_gate(shape, gen):
 def _cast(x: dict, dtype, state: bool) -> dict:
     """Cast the fp64 draw to ``dtype`` (the same numbers in every dtype); drop the initial state unless ``state``."""
     x["initial_state"] = x["initial_state"] if state else None
-    names = ("q", "k", "v", "g", "beta", "initial_state")
-    return {name: None if x[name] is None else x[name].to(dtype) for name in names}
+    return {name: None if t is None else t.to(dtype) for name, t in x.items()}  # any unit gates too, by name
 
 
 STAGES = tuple(m.key for m in linear_mechanisms())

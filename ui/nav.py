@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lineage import stages
-from lineage.teach import after_article
 from lineage.teach.units import unit
 
 
@@ -53,7 +52,7 @@ def stage_pages() -> tuple[PageEntry, ...]:
     """One entry per stage of the table that has a page, in the lineage's order, numbered from it."""
     with_page = [s for s in stages.all_stages() if has_page(s.key)]
     return tuple(
-        PageEntry(LINEAGE, unit(s.key).page, s.label, stage_icon(i), s.key, s.key)
+        PageEntry(LINEAGE, unit(s.key).page, s.heading, stage_icon(i), s.key, s.key)
         for i, s in enumerate(with_page, start=1)
     )
 
@@ -61,14 +60,6 @@ def stage_pages() -> tuple[PageEntry, ...]:
 PAGES: tuple[PageEntry, ...] = (
     PageEntry(LINEAGE, "app_pages/home.py", "Home", ":material/home:", "home"),
     *stage_pages(),
-    # the stage after the article (Gated DeltaNet-2): a page of its own, not yet a stage of the table
-    PageEntry(
-        LINEAGE,
-        "app_pages/gated_deltanet2.py",
-        after_article.TITLE,
-        ":material/update:",
-        "gated_deltanet2",
-    ),
     PageEntry(LINEAGE, "app_pages/ledger.py", "Claims ledger", ":material/fact_check:", "ledger"),
     PageEntry("Labs", "app_pages/memory_lab.py", "Memory lab", ":material/science:", "memory_lab"),
     PageEntry("Labs", "app_pages/learned_memory.py", "Learned memory", ":material/model_training:", "learned_memory"),
@@ -86,7 +77,6 @@ NAV_EXPANDED = True  # every page of every section listed: no "View more" to fin
 
 # One transition line into each tour stop that is not a stage (a stage's line is in lineage.stages).
 _TRANSITIONS = {
-    "gated_deltanet2": after_article.NARRATIVE.transition,
     "ledger": "The story is told: now hold the article's numbers against the app's own.",
     "memory_lab": "Put the mechanisms side by side on your own experiments.",
     "learned_memory": "So far the gates were set by hand. Now let small models learn them.",

@@ -332,16 +332,21 @@ class BenchResult:
 
 
 def _inputs(cfg: BenchConfig, device: torch.device) -> dict[str, torch.Tensor]:
-    """q, k, v and β of every cell (:func:`lineage.inputs.random_inputs`, drawn in fp32 from ``cfg.seed``), in the
-    run's dtype on ``device``."""
-    x = random_inputs(cfg.B, cfg.H, cfg.T, cfg.K, cfg.V, torch.Generator().manual_seed(cfg.seed), dtype=torch.float32)
-    return {name: x[name].to(device, DTYPES[cfg.dtype]) for name in ("q", "k", "v", "beta")}
+    """q, k, v and β of every cell (:func:`lineage.inputs.random_inputs`, drawn in fp32 from ``cfg.seed``), then any
+    unit gates an op takes (U[0, 1) in their shapes), in the run's dtype on ``device``."""
+    gen = torch.Generator().manual_seed(cfg.seed)
+    x = random_inputs(cfg.B, cfg.H, cfg.T, cfg.K, cfg.V, gen, dtype=torch.float32)
+    sizes = {"B": cfg.B, "H": cfg.H, "T": cfg.T, "K": cfg.K, "V": cfg.V}
+    for u in {u.name: u for m in linear_mechanisms() for u in m.unit_gates}.values():  # Gated DeltaNet-2's gates
+        x[u.name] = torch.rand(u.shape(sizes), generator=gen, dtype=torch.float32)
+    return {name: t.to(device, DTYPES[cfg.dtype]) for name, t in x.items() if name != "initial_state"}
 
 
 def _call(m: Mechanism, x: dict[str, torch.Tensor], g: torch.Tensor | None, T: int, **kw):
     """Run ``m``'s op on the first T steps of the inputs (the registry passes g and beta where the op takes them)."""
     q, k, v, beta = (x[name][:, :, :T] for name in ("q", "k", "v", "beta"))
-    return m.call(q, k, v, None if g is None else g[:, :, :T], beta, **kw)
+    own = {u.name: x[u.name][:, :, :T] for u in m.unit_gates}  # tensors of its contract beside g and β
+    return m.call(q, k, v, None if g is None else g[:, :, :T], beta, **own, **kw)
 
 
 def sweep_plan(cfg: BenchConfig) -> list[tuple[Mechanism, GateDraw | None]]:

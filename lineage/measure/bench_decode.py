@@ -1,4 +1,5 @@
-"""Live decode benchmark: one decoding step of a KV-cache softmax layer against a KDA layer, on this device.
+"""Live decode benchmark: one decoding step of a KV-cache softmax layer against a KDA layer (and Gated DeltaNet-2's,
+the stage after the article), on this device.
 
 The claim under test: decoding is limited by memory bandwidth, not by arithmetic. A softmax layer generating
 token N reads its whole cache — N keys and N values per head — and does one multiply and one add with each
@@ -20,6 +21,9 @@ What is timed (every step on ``device``, inputs already there):
     KDA        ``lineage.ops.kda.kda(..., mode="recurrent", initial_state=S)`` with T = 1: decay, delta-rule write
                and read on S [1, H, K, V], one token drawn as the layer feeds it (``lineage.inputs.layer_inputs``).
                It includes kda's input checks (a NaN scan of every input), as a caller of ``kda`` pays them.
+    GDN-2      ``lineage.ops.gated_deltanet2.gated_deltanet2(..., mode="recurrent", initial_state=S)``, the same step
+               with an erase gate [1, H, 1, K] and a write gate [1, H, 1, V] where KDA has one β: the same state,
+               K + V gate numbers more per token and head, so its time is flat in the context too.
     copy       ``dst.copy_(src)`` on one large fp32 tensor: bytes moved = 2 × size (read + write). The KV
                step's achieved bandwidth (bytes of K and V read / time) is reported as a fraction of this.
 
@@ -148,6 +152,7 @@ class DecodeBenchmark:
         contexts: [P] int64, increasing: tokens attended by the KV step (the cache after its append).
         kv_seconds: [P, R] per-step times of the KV-cache decode step.
         kda_seconds: [P, R] per-step times of the KDA recurrent step (its state is the same at every context).
+        gdn2_seconds: [P, R] per-step times of Gated DeltaNet-2's recurrent step (KDA's state, two gate vectors).
         copy_size_bytes: size of the copied tensor (src and dst each); copy_seconds: [R] times of one copy.
         read_seconds: [P, R] times of reading the cache's own keys and values once (a sum over each), interleaved
             with the KV step: the bound at each size. A cache small enough to sit in the processor's caches is read
@@ -170,6 +175,7 @@ class DecodeBenchmark:
     contexts: np.ndarray
     kv_seconds: np.ndarray
     kda_seconds: np.ndarray
+    gdn2_seconds: np.ndarray
     copy_size_bytes: int
     copy_seconds: np.ndarray
     read_seconds: np.ndarray
@@ -184,6 +190,11 @@ class DecodeBenchmark:
     def kda_ms(self) -> np.ndarray:
         """[P] median milliseconds per token of the KDA step."""
         return np.median(self.kda_seconds, axis=1) * 1e3
+
+    @property
+    def gdn2_ms(self) -> np.ndarray:
+        """[P] median milliseconds per token of Gated DeltaNet-2's step."""
+        return np.median(self.gdn2_seconds, axis=1) * 1e3
 
     @property
     def kv_bytes_per_step(self) -> np.ndarray:
@@ -350,25 +361,39 @@ def run_decode_benchmark(
         with checks.values_checked():  # a value scan would wait for the device inside the timed step
             return kda(**kda_in, mode="recurrent", output_final_state=True)
 
+    # the same token for Gated DeltaNet-2, with its erase and write gates drawn as its layer computes them
+    gdn2 = mechanism("gated_deltanet2")
+    gdn2_in = layer_inputs(gdn2, heads, 1, head_dim, gen, state=True)
+    gdn2_args = gdn2.op_args(gdn2_in)
+    gdn2.op(*gdn2_args, mode="recurrent", initial_state=gdn2_in["initial_state"])  # checked once, as KDA's
+
+    def gdn2_step():
+        with checks.values_checked():
+            return gdn2.op(
+                *gdn2_args, mode="recurrent", initial_state=gdn2_in["initial_state"], output_final_state=True
+            )
+
     q_t, k_t, v_t = (torch.randn(1, heads, 1, head_dim, generator=gen, device=dev, dtype=DTYPE) for _ in range(3))
-    kv_seconds, kda_seconds, read_seconds = [], [], []
+    kv_seconds, kda_seconds, gdn2_seconds, read_seconds = [], [], [], []
     with torch.inference_mode():
         for i, N in enumerate(contexts.tolist()):
             base = _filled_cache(N, heads, head_dim, dev, gen)
             steps = {
                 "kv": Timed(lambda cache: decode_step(q_t, k_t, v_t, cache), cfg.repeats, setup=base.clone),
                 "kda": Timed(kda_step, cfg.repeats),
+                "gdn2": Timed(gdn2_step, cfg.repeats),
                 "read": Timed(lambda cache=base: (cache.keys.sum(), cache.values.sum()), cfg.repeats),
             }
             times = interleaved_times(steps, dev, cfg.warmup)
             del base
             kv_seconds.append(np.asarray(times["kv"]))
             kda_seconds.append(np.asarray(times["kda"]))
+            gdn2_seconds.append(np.asarray(times["gdn2"]))
             read_seconds.append(np.asarray(times["read"]))
             report(
                 (i + 2) / (len(contexts) + 1),
                 f"context {N:,}: KV cache {np.median(kv_seconds[-1]) * 1e3:.3f} ms, "
-                f"KDA {np.median(kda_seconds[-1]) * 1e3:.3f} ms",
+                f"KDA {np.median(kda_seconds[-1]) * 1e3:.3f} ms, GDN-2 {np.median(gdn2_seconds[-1]) * 1e3:.3f} ms",
             )
     return DecodeBenchmark(
         device_type=info.type,
@@ -386,6 +411,7 @@ def run_decode_benchmark(
         contexts=contexts,
         kv_seconds=np.stack(kv_seconds),
         kda_seconds=np.stack(kda_seconds),
+        gdn2_seconds=np.stack(gdn2_seconds),
         copy_size_bytes=copy_size,
         copy_seconds=copy_seconds,
         read_seconds=np.stack(read_seconds),
@@ -410,9 +436,9 @@ def format_table(result: DecodeBenchmark) -> str:
         f"KDA state read and written per step: {r.kda_state_bytes:,} bytes",
         "",
         f"{'context':>10} {'KV bytes read':>15} {'KV ms/token':>12} {'KV GB/s':>9} {'of copy':>8} "
-        f"{'of read':>8} {'KDA ms/token':>13}",
+        f"{'of read':>8} {'KDA ms/token':>13} {'GDN-2 ms/token':>15}",
     ]
-    for N, b, kv, bw, frac, of_read, kd in zip(
+    for N, b, kv, bw, frac, of_read, kd, g2 in zip(
         r.contexts,
         r.kv_bytes_per_step,
         r.kv_ms,
@@ -420,9 +446,12 @@ def format_table(result: DecodeBenchmark) -> str:
         r.kv_fraction_of_copy,
         r.kv_fraction_of_read,
         r.kda_ms,
+        r.gdn2_ms,
         strict=True,
     ):
-        lines.append(f"{N:>10,} {b:>15,} {kv:>12.3f} {bw / 1e9:>9.2f} {frac:>8.0%} {of_read:>8.0%} {kd:>13.3f}")
+        lines.append(
+            f"{N:>10,} {b:>15,} {kv:>12.3f} {bw / 1e9:>9.2f} {frac:>8.0%} {of_read:>8.0%} {kd:>13.3f} {g2:>15.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -460,6 +489,11 @@ def to_json(result: DecodeBenchmark) -> dict:
             seconds=r.kda_seconds.tolist(),
             ms_per_token=r.kda_ms.tolist(),
             state_bytes=r.kda_state_bytes,
+        ),
+        gated_deltanet2=dict(
+            seconds=r.gdn2_seconds.tolist(),
+            ms_per_token=r.gdn2_ms.tolist(),
+            state_bytes=r.kda_state_bytes,  # the same K × V state per head
         ),
         wall_seconds=r.wall_seconds,
     )

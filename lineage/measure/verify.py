@@ -25,7 +25,6 @@ import torch.nn.functional as F
 from lineage.inputs import RANDOM_GATE, draw_inputs, random_inputs
 from lineage.mechanisms import Mechanism, linear_mechanisms, mechanism
 from lineage.numerics import rel_rms
-from lineage.ops.gated_deltanet2 import gated_deltanet2
 from lineage.ops.kda import kda
 from lineage.ops.linear_attention import NORMALIZER_EPS, linear_attention
 from lineage.ops.mamba2 import mamba2_ssd
@@ -81,17 +80,29 @@ CASES = ("random", "strong decay", "mixed channels", "wipe")
 
 
 def _linear_family(gen: torch.Generator) -> list[Check]:
-    """Each linear mechanism of the table, in each mode, against recurrent_memory with its rule and gate."""
+    """Each linear mechanism of the table, in each mode, against its reference loop: recurrent_memory with its rule
+    and gate, or the entry's own (``Mechanism.reference``: Gated DeltaNet-2's erase and write gates)."""
     out = []
     for m in linear_mechanisms():
         for case in CASES if m.takes("g") else ("random",):
             x = _case_inputs(m, gen, case)
             q, k, v, g, b, S0 = (x[name] for name in ("q", "k", "v", "g", "beta", "initial_state"))
-            ref_o, ref_S = recurrent_memory(q, k, v, g, b, rule=m.rule, initial_state=S0, output_final_state=True)
+            own = {u.name: x[u.name] for u in m.unit_gates}  # tensors of its contract beside g and β
+            ref_o, ref_S = m.reference_call(q, k, v, g, b, initial_state=S0, output_final_state=True, **own)
             for mode in MODES:
                 for C in (16, 7) if mode == "chunk" else (64,):
                     o, S = m.call(
-                        q, k, v, g, b, initial_state=S0, output_final_state=True, mode=mode, chunk_size=C, **m.bare
+                        q,
+                        k,
+                        v,
+                        g,
+                        b,
+                        initial_state=S0,
+                        output_final_state=True,
+                        mode=mode,
+                        chunk_size=C,
+                        **m.bare,
+                        **own,
                     )
                     label = f"{mode} C={C}" if mode == "chunk" else mode
                     out.append(Check(m.key, case, label, max(rel_rms(o, ref_o), rel_rms(S, ref_S))))
@@ -100,9 +111,12 @@ def _linear_family(gen: torch.Generator) -> list[Check]:
 
 def _chunk_minimal(gen: torch.Generator) -> list[Check]:
     """The one-screen chunked form (recurrence.chunk_memory_minimal) for each write rule and gate, against the loop.
-    Not for wipes: its direct e^{G_i − G_j} is undefined after an α = 0 inside the chunk (its docstring says why)."""
+    Not for wipes: its direct e^{G_i − G_j} is undefined after an α = 0 inside the chunk (its docstring says why); not
+    for a mechanism with a reference of its own, whose tensors the shared recurrence does not take."""
     out = []
     for m in linear_mechanisms():
+        if m.reference is not None:
+            continue
         for case in [c for c in CASES if c != "wipe"] if m.takes("g") else ("random",):
             x = _case_inputs(m, gen, case)
             q, k, v, g, b, S0 = (x[name] for name in ("q", "k", "v", "g", "beta", "initial_state"))
@@ -182,27 +196,19 @@ def _gate_bound(gen: torch.Generator) -> list[Check]:
 
 
 def _gated_deltanet2(gen: torch.Generator) -> list[Check]:
-    """Gated DeltaNet-2, the stage after the article (its op takes erase and write gates where the table's ops take β,
-    so it is checked here): its chunked and T×T forms against its loop in each gate case, erase and write gates
-    uniform in [0, 1]; and its loop with both gates tied to β against KDA's reference (the reduction the paper
-    states), which checks the loop against the package's recurrence."""
+    """Gated DeltaNet-2's loop (its table entry's reference, against which :func:`_linear_family` checks its chunked
+    and T×T forms) with both gates tied to β, against KDA's reference, the package's recurrence: the reduction the
+    paper states, in each gate case. It checks the loop itself against a second, independent implementation."""
     out = []
+    m = mechanism("gated_deltanet2")
     for case in CASES:
-        q, k, v, beta, S0 = _inputs(gen)
-        B, H, T, K = q.shape
-        g = _gates(gen, case, (B, H, T, K))
-        erase = torch.rand(B, H, T, K, generator=gen, dtype=torch.float64)
-        write = torch.rand(B, H, T, v.shape[-1], generator=gen, dtype=torch.float64)
+        x = _case_inputs(m, gen, case)
+        q, k, v, g, S0 = (x[name] for name in ("q", "k", "v", "g", "initial_state"))
+        beta = torch.rand(q.shape[:3], generator=gen, dtype=torch.float64)
         kw = dict(initial_state=S0, output_final_state=True)
-        ref_o, ref_S = gated_deltanet2(q, k, v, g, erase, write, mode="recurrent", **kw)
-        for mode in MODES[1:]:
-            for C in (16, 7) if mode == "chunk" else (64,):
-                o, S = gated_deltanet2(q, k, v, g, erase, write, mode=mode, chunk_size=C, **kw)
-                label = f"{mode} C={C}" if mode == "chunk" else mode
-                out.append(Check("gated_deltanet2", case, label, max(rel_rms(o, ref_o), rel_rms(S, ref_S))))
         kda_o, kda_S = recurrent_memory(q, k, v, g, beta, rule="delta", per_channel=True, **kw)
-        tied = beta[..., None]
-        o, S = gated_deltanet2(q, k, v, g, tied.expand_as(erase), tied.expand_as(write), mode="recurrent", **kw)
+        tied = {u.name: beta[..., None].expand_as(x[u.name]).contiguous() for u in m.unit_gates}
+        o, S = m.reference(q, k, v, g, tied["erase"], tied["write"], **kw)
         out.append(Check("gated_deltanet2", case, "tied = KDA", max(rel_rms(o, kda_o), rel_rms(S, kda_S))))
     return out
 

@@ -131,6 +131,11 @@ class LinearMemoryMixer(nn.Module):
             )
         if self.entry.takes("beta"):  # its op takes a write strength (the op contract): the layer computes one
             self.b_proj = nn.Linear(D, H, bias=True)
+        width = {"K": K, "V": V}
+        # its op's unit gates (Gated DeltaNet-2's erase and write, one vector per token): σ(W x) each, as β is σ(W x)
+        self.unit_projs = nn.ModuleDict(
+            {u.name: nn.Linear(D, H * width[u.dims[-1]], bias=True) for u in self.entry.unit_gates}
+        )
         if self.entry.gate == "scalar":  # Mamba-2 style: Δ = softplus(W x + dt_bias), log α = −exp(A_log) Δ
             self.a_proj = nn.Linear(D, H, bias=False)
             self.A_log = nn.Parameter(torch.log(torch.empty(H).uniform_(1, 16)))
@@ -172,6 +177,15 @@ class LinearMemoryMixer(nn.Module):
             beta = torch.sigmoid(self.b_proj(x)).transpose(1, 2)  # (B, H, T)
         return g, beta
 
+    def unit_gates(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Its op's unit gates by name (:attr:`lineage.mechanisms.Mechanism.unit_gates`), each σ(W x) as [B, H, T,
+        K or V]; empty for every op that takes β or nothing."""
+        width = {"K": self.cfg.head_k, "V": self.cfg.head_v}
+        return {
+            u.name: self._heads(torch.sigmoid(self.unit_projs[u.name](x)), width[u.dims[-1]])
+            for u in self.entry.unit_gates
+        }
+
     def forward(self, x: torch.Tensor, cache: MemoryState | None = None, use_cache: bool = False, mode: str = "chunk"):
         """x: [B, T, d_model]. With a cache (or use_cache) the state continues across calls (decoding).
 
@@ -203,7 +217,7 @@ class LinearMemoryMixer(nn.Module):
         if lay.step_scaled_values:  # Mamba-2's SSD symbols: C = q, B = k, x·Δ = v, A·Δ = g, read scale 1
             v, kw["scale"] = v * self.step_size(x)[..., None], 1.0
         with checks.values_checked():  # q, k, v, g, β are computed from the checked x: no second scan
-            o, S = self.entry.call(q, k, v, g, beta, **kw)
+            o, S = self.entry.call(q, k, v, g, beta, **self.unit_gates(x), **kw)
         if lay.output_gate != "none":
             gate = self._heads(self.og_up(self.og_down(x)), V)
             gate = torch.sigmoid(gate) if lay.output_gate == "sigmoid" else F.silu(gate)

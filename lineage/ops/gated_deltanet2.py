@@ -124,14 +124,20 @@ def recurrent_gated_deltanet2(
     rec = {name: [] for name in ("states", "decay", "read", "delta")} if trace else None
     for t in range(T):
         q_t, k_t, v_t = q[:, :, t], k[:, :, t], v[:, :, t]  # (B, H, K), (B, H, K), (B, H, V)
+        # [panel:gdn2-decay] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
         # S' = Diag(α_t) S_{t−1}
         S = alpha[:, :, t, :, None] * S
+        # [panel:gdn2-decay] end
+        # [panel:gdn2-erase] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
         # S'ᵀ (b_t ⊙ k_t): what the memory holds along the erased key (KDA reads at k_t and scales by β afterwards)
         read_t = torch.einsum("bhkv,bhk->bhv", S, erase[:, :, t] * k_t)
+        # [panel:gdn2-erase] end
+        # [panel:gdn2-write] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
         # u_t = w_t ⊙ v_t − S'ᵀ (b_t ⊙ k_t): the gated new value minus the erased read
         u_t = write[:, :, t] * v_t - read_t
         # S_t = S' + k_t u_tᵀ
         S = S + k_t[..., :, None] * u_t[..., None, :]
+        # [panel:gdn2-write] end
         # o_t = S_tᵀ (scale q_t)
         o[:, :, t] = torch.einsum("bhkv,bhk->bhv", S, scale * q_t)
         if rec is not None:

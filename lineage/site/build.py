@@ -22,7 +22,6 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from lineage.site import screens
-from lineage.teach import after_article
 
 ASSETS = "assets"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
@@ -54,9 +53,8 @@ def tour() -> tuple[Page, ...]:
     the page on what needs the live app where the app has its Live benchmark."""
     from lineage import stages
 
-    slugs = [("home", "Home")] + [(s.key, s.title) for s in stages.all_stages()]
+    slugs = [("home", "Home")] + [(s.key, s.heading if s.after_article else s.title) for s in stages.all_stages()]
     slugs += [
-        ("gated_deltanet2", after_article.TITLE),
         ("ledger", "Claims ledger"),
         ("memory_lab", "Memory lab"),
         ("learned_memory", "Learned memory"),
@@ -169,7 +167,7 @@ def page_screens(app_url: str | None) -> dict[str, Callable[[], screens.Screen]]
     out: dict[str, Callable[[], screens.Screen]] = {"home": screens.home_screen}
     out |= {s.key: (lambda key=s.key: screens.stage_screen(key)) for s in stages.all_stages()}
     out |= {
-        "gated_deltanet2": screens.gated_deltanet2_screen,
+        "gated_deltanet2": screens.gated_deltanet2_screen,  # after the article: its page is its own, not a stage page
         "ledger": lambda: screens.ledger_screen(filename),
         "memory_lab": screens.memory_lab_screen,
         "learned_memory": screens.learned_memory_screen,

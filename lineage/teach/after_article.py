@@ -23,31 +23,23 @@ import numpy as np
 import torch
 
 from lineage.inputs import run_mechanism
-from lineage.mechanisms import Narrative, mechanism
+from lineage.mechanisms import mechanism
 from lineage.numerics import rel_rms
 from lineage.ops.gated_deltanet2 import gated_deltanet2, recurrent_gated_deltanet2
+from lineage.stages import stage
 from lineage.teach.claims import HELD_TOL, NEEDS_OVERWRITE, StageClaim, _capacity_note, blend, percent
 from lineage.teach.story import Story, story_for, story_tensors
 
-NARRATIVE = Narrative(
-    representative="Gated DeltaNet-2 (Hatamizadeh, Choi & Kautz, NVIDIA)",
-    summary="Erase and write apart: S = (I − k (b ⊙ k)ᵀ) Diag(α) S + k (w ⊙ v)ᵀ",
-    problem_solved="Erasing and writing are set apart, per key and per value channel: an old value can go however "
-    "weakly the new one is written",
-    cost_introduced="Two gate vectors per token instead of one β, and an erase that is no longer symmetric: unit keys "
-    "alone no longer keep the state from growing",
-    transition="After the article: KDA's one β both erases and writes. Gated DeltaNet-2 splits it in two.",
-)
+_ENTRY = mechanism("gated_deltanet2")  # its entry of the table: narrative, colour, paper
+NARRATIVE = _ENTRY.narrative
 WHY = (
     "Why this successor: it changes one thing in KDA — β becomes an erase gate and a write gate — and with both set to "
     "β it is KDA again, to rounding, so every difference on this page is that one split."
 )
-# Paul Tol's muted indigo (GLA's wine is from the same palette): apart from every mechanism's colour by CIEDE2000 ≥ 11.8
-# under deuteranopia and protanopia (tests/test_after_article.py measures it as tests/test_palette.py does the table)
-COLOUR = "#332288"
-TITLE = "Gated DeltaNet-2 (after the article)"  # the page's heading, its navigation entry and the site's page
-PAPER = "Hatamizadeh, Choi & Kautz, Gated DeltaNet-2: Decoupling Erase and Write in Linear Attention, arXiv 2605.22791"
-URL = "https://arxiv.org/abs/2605.22791"
+COLOUR = _ENTRY.colour
+TITLE = stage("gated_deltanet2").heading  # the page's heading, its navigation entry and the site's page
+PAPER = _ENTRY.paper
+URL = _ENTRY.url
 CLAIM = (
     "Gated DeltaNet-2 erases and writes apart: a full erase takes the old value out, however weakly the new is written."
 )

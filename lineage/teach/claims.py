@@ -55,7 +55,8 @@ def _story_inputs(s: Stage, story: Story, knobs: Knobs) -> tuple:
     """The story as the inputs of stage ``s`` (a linear-memory row of the stage table), with the knobs' gates and β."""
     if not s.in_grid:
         raise ValueError(f"stage {s.key!r} is not a linear-memory stage")
-    beta = knobs.beta if mechanism(s.key).takes("beta") else None  # the op contract: β only where the op takes it
+    # the op contract: β only where the op takes it, or takes unit gates that are β on every channel (Gated DeltaNet-2)
+    beta = knobs.beta if mechanism(s.key).writes_with_strength else None
     return story_tensors(story, s.gate, alpha_keep=knobs.alpha_keep, alpha_switch=knobs.alpha_switch, beta=beta)
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from lineage import schedules
-from lineage.ops import kv_cache, recurrence, softmax
+from lineage.ops import gated_deltanet2, kv_cache, recurrence, softmax
 
 
 @dataclass(frozen=True)
@@ -266,6 +266,13 @@ EQUATIONS: dict[str, StageEquation] = {
         "layer ℓ = :orange[**MLA (softmax over a cache)**] when ℓ is a multiple of 4, KDA (a fixed state) otherwise",
         "a few softmax layers among the KDA layers",
         ((schedules.periodic_schedule, None),),
+    ),
+    "gated_deltanet2": StageEquation(
+        "Sₜ = (I − kₜ (:orange[**bₜ ⊙**] kₜ)ᵀ) Diag(αₜ) Sₜ₋₁ + kₜ (:orange[**wₜ ⊙**] vₜ)ᵀ, with :orange[**bₜ, wₜ in "
+        "[0, 1] per channel**]",
+        "KDA's one βₜ split in two: an erase gate bₜ on the key axis and a write gate wₜ on the value axis "
+        "(bₜ = wₜ = βₜ on every channel is KDA again)",
+        (Panels(gated_deltanet2, ("gdn2-decay", "gdn2-erase", "gdn2-write")),),
     ),
 }
 

@@ -132,6 +132,9 @@ def inputs_text(mechanism: str) -> str:
         parts.append(f"one gate {where} and step, g = logsigmoid(N(0, 1)) / {GATE_DIVISOR:g}")
     if m.takes("beta"):
         parts.append("β = sigmoid(N(0, 1)) per head and step")
+    for u in m.unit_gates:  # Gated DeltaNet-2's erase (key axis) and write (value axis) gates
+        axis = "key" if u.dims[-1] == "K" else "value"
+        parts.append(f"a {u.name} gate = sigmoid(N(0, 1)) per {axis} channel and step")
     return "; ".join(parts) + "."
 
 
@@ -172,10 +175,12 @@ def run_at_scale(
     repeats = (1 if device.type == "cpu" else 3) if repeats is None else checks.positive_int("repeats", repeats)
     drawn = layer_inputs(m, heads, T, K, torch.Generator(device=device).manual_seed(int(seed)))
     q, k, v, g, beta = (drawn[name] for name in ("q", "k", "v", "g", "beta"))
+    own = {u.name: drawn[u.name] for u in m.unit_gates}  # its contract's tensors beside g and β (by name)
 
     def op(start: int, end: int, state: torch.Tensor | None):
         part = (_time_slice(x, start, end) for x in (q, k, v, g, beta))
-        return run_mechanism(m, *part, initial_state=state, output_final_state=True, chunk_size=C)
+        sliced = {name: _time_slice(x, start, end) for name, x in own.items()}
+        return run_mechanism(m, *part, initial_state=state, output_final_state=True, chunk_size=C, **sliced)
 
     with torch.inference_mode():
         # 1. segment by segment, from the state the previous segment returned: the summaries (kept on the device and
@@ -199,9 +204,10 @@ def run_at_scale(
         # 3. the first steps of head 0, exactly: the traced recurrence, on the CPU
         n_first = first_step_count(T, K, K + 1 if m.layer.normalize else K, first_steps)
         head0 = [None if x is None else x[:1, :1, :n_first].float().cpu() for x in (q, k, v, g, beta)]
+        own0 = {name: x[:1, :1, :n_first].float().cpu() for name, x in own.items()}
         rq, rk, rv = as_recurrence(m, *head0[:3])
-        _, _, trace = run_mechanism(m, rq, rk, rv, head0[3], head0[4], trace=True)
-        _, op_state = run_mechanism(m, *head0, output_final_state=True, chunk_size=C)
+        _, _, trace = run_mechanism(m, rq, rk, rv, head0[3], head0[4], trace=True, **own0)
+        _, op_state = run_mechanism(m, *head0, output_final_state=True, chunk_size=C, **own0)
     first_states = trace.states[0, 0]
     return ScaleRun(
         stage=m.key,

@@ -271,7 +271,7 @@ def mixing_matrix(run: StageRun) -> np.ndarray:
     T = run.k.shape[0]
     q, k = (torch.as_tensor(x, dtype=torch.float64)[None, None] for x in (run.q, run.k))
     g = torch.as_tensor(run.g, dtype=torch.float64)[None, None] if m.takes("g") else None
-    beta = torch.as_tensor(run.beta, dtype=torch.float64)[None, None] if m.takes("beta") else None
+    beta = torch.as_tensor(run.beta, dtype=torch.float64)[None, None] if m.writes_with_strength else None
     eye = torch.eye(T, dtype=torch.float64)[None, None]
     A, _ = parallel_memory(q, k, eye, g, beta, rule=m.rule, scale=run.scale)
     return A[0, 0].numpy()

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from lineage import stages
 from lineage.mechanisms import mechanism
+from lineage.ops.gated_deltanet2 import gated_ut_transform
 from lineage.ops.io_cost import recompute_generation_cost
 from lineage.ops.kv_cache import KVCache
 from lineage.ops.recurrence import parallel_memory
@@ -180,6 +181,20 @@ pace, so the head must choose between remembering long and tracking recent token
 a vector, one α per key channel, and keeps the delta-rule write. Some channels can hold a fact across thousands of
 tokens while others turn over every few steps, and the layer learns which is which.
 """,
+    "gated_deltanet2": """
+KDA edits its memory with one number per token, β. The same β sets how much of the old value at the key is erased
+and how much of the new value is written, so after a write the key reads back a blend: (1 − β)·old + β·new. Gated
+DeltaNet-2 (NVIDIA, 2026) splits β in two, each a vector: an erase gate b on the key axis and a write gate w on the
+value axis, with KDA's per-channel decay kept as it was (the equation below).
+
+With a unit key the read after the step is S'ᵀ((1 − b) ⊙ k) + w ⊙ v: a token can erase an association without
+writing a new one, replace it however weakly it writes, or add without erasing. Set b = w = β and it is KDA again,
+term by term (checked to rounding by `python -m lineage verify`). The chunked form is KDA's with β moved inside
+the WY/UT transform: the erase gate rides on one side of the key products, the write gate on the values, so the work
+per chunk is KDA's. What it costs is in the layer: K + V gate numbers per token and head instead of one, and an erase
+matrix that is no longer symmetric — with an uneven b it can stretch the state along some direction, which KDA's
+I − β k kᵀ never does with a unit key.
+""",
 }
 
 
@@ -206,6 +221,14 @@ _UNITS = {
         _linear_unit("gla", ClaimRecipe(_channel, "mamba2", _same)),
         _linear_unit("gated_deltanet", ClaimRecipe(_forget, "deltanet", _same)),
         _linear_unit("kda", ClaimRecipe(_channel, "gated_deltanet", _same)),
+        # after the article: its claim needs an erase and a write gate, which the story's knobs (one β) do not set,
+        # so its page proves it (lineage.teach.after_article.erase_write_claim)
+        StageUnit(
+            "gated_deltanet2",
+            _PROSE["gated_deltanet2"],
+            (mechanism("gated_deltanet2").op, gated_ut_transform),
+            shown_as="The whole op and its chunked form's transform",
+        ),
     )
 }
 

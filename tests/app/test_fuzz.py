@@ -535,6 +535,8 @@ def test_an_over_cap_hybrid_decode_is_refused_not_attempted():
     run(at, "hybrid, 27 layers × 24 tokens")
     assert not at.error and "hybrid_decode" in [chart.key for chart in at.get("plotly_chart")]
     at.radio(key="hybrid_schedule").set_value("kimi")
+    run(at, "hybrid, Kimi Linear")  # a change of preset fits the count to the stack (24 here): no refusal
+    assert not at.error and at.slider(key="hybrid_T").value == 24
     at.slider(key="hybrid_T").set_value(25)
     run(at, "hybrid, Kimi Linear × 25 tokens")
     assert any(f"capped at {cap:,}" in e.value for e in at.error)

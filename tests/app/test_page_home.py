@@ -70,6 +70,17 @@ def test_two_stages_in_one_cell_are_both_drawn_and_counted(monkeypatch):
 
     monkeypatch.setattr(stages, "grid", crowded)
     at = run_page("home")
-    assert "One recurrence, six cells, seven stages" in [h.value for h in at.subheader]
+    n = stages.count_words(sum(map(len, real().values())) + 1)  # the table's stages in the grid, and GLA again
+    assert f"One recurrence, six cells, {n} stages" in [h.value for h in at.subheader]
     links = [link.proto.page for link in at.get("page_link")]
     assert links.count("gla") == 2 and links.count("mamba2") == 1
+
+
+def test_gated_deltanet2_shares_kdas_cell_on_the_home_grid():
+    """The stage after the article is in the table: the grid draws it in KDA's cell (the delta rule, a gate per key
+    channel) and counts seven stages in six cells."""
+    at = run_page("home")
+    assert [s.key for s in stages.grid()[("delta", "channel")]] == ["kda", "gated_deltanet2"]
+    assert "One recurrence, six cells, seven stages" in [h.value for h in at.subheader]
+    links = [link.proto.page for link in at.get("page_link")]
+    assert links.count("gated_deltanet2") >= 1 and links.count("kda") >= 1

@@ -55,7 +55,9 @@ def test_sentences_are_lineage_lab_summaries_at_defaults(page):
     s = lab.LabSettings(seed=0)
     expected = [lab.overwrite(s), lab.capacity(s), lab.topic_switch(s), lab.retention(s), lab.needle(s)]
     assert list(sentences(page).values()) == [lab.summary(r) for r in expected]
-    assert sentences(page)["overwrite"].startswith("DeltaNet, Gated DeltaNet, KDA and Hybrid (KDA + softmax) recovered")
+    assert sentences(page)["overwrite"].startswith(
+        "DeltaNet, Gated DeltaNet, KDA, Gated DeltaNet-2 and Hybrid (KDA + softmax) recovered"
+    )
 
 
 def test_capacity_chart_marks_d_k_and_plots_every_mechanism(page):

@@ -189,7 +189,11 @@ def test_live_benchmark_tiny_run_shares_its_bandwidth():
     assert "measured" in labels[0] and labels[1] == "memory copy"  # the claim's number first, then the details
     figs = figures(at)
     assert len(figs) == 2
-    assert [t["name"] for t in figs[0]["data"]][:2] == ["KV-cache softmax step", "KDA recurrent step"]
+    names = [t["name"] for t in figs[0]["data"]]
+    assert names[:3] == ["KV-cache softmax step", "KDA recurrent step", "Gated DeltaNet-2 recurrent step"]
+    kda, gdn2 = (np.asarray(figs[0]["data"][i]["y"], dtype=float) for i in (1, 2))  # the stage after the article
+    ratio = float(np.median(gdn2 / kda))
+    assert any(f"took {ratio:.2g}× KDA's time here" in m.value for m in at.markdown), "its sentence, measured"
     bandwidth, label = at.session_state["_measured_bandwidth"]
     assert bandwidth > 0 and "memory copy" in label
 

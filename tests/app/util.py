@@ -15,9 +15,9 @@ from streamlit.testing.v1 import AppTest
 
 from lineage.mechanisms import linear_mechanisms
 from lineage.stages import all_stages
-from lineage.teach import claims
+from lineage.teach import after_article, claims
 from lineage.teach.story import make_story
-from lineage.teach.story_text import parse_story
+from lineage.teach.story_text import parse_story, story_link
 from tests.util import claim_of
 from ui import first_chart
 from ui.caps import caps
@@ -220,6 +220,10 @@ def expected_metric(page: str, text: str = TEXT) -> tuple[str, str]:
         story = make_story(K=claims.HYBRID_STATE_K, V=8, written=parsed)
         needle = claims.hybrid_needle(story, claims.trace_story("kda", story, claims.Knobs(alpha_switch=1.0)))
         return needle["needle"], f"{needle['softmax']:.3f}"
+    if page == "gated_deltanet2":  # after the article: its page's claim, at its default gates (erase 1, write 0.5)
+        run = after_article.run_on_story(n, 8, 8, 1.0, 0.5, written=story_link(parsed))
+        c = after_article.erase_write_claim(run)
+        return c.label.split(" ")[-1], c.shown
     story = make_story(K=8, V=8, written=parsed)
     c = claim_of(page, story)
     return c.label.split(" ")[-1], c.shown

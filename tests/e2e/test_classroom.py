@@ -84,9 +84,12 @@ def open_url(page, url: str) -> None:
 
 
 def heading(entry) -> str:
-    """The heading a tour stop's page opens with: its stage's title, or the page's own (the stage after the article, the
-    ledger, the labs)."""
-    return stages.stage(entry.stage).title if entry.stage else entry.title
+    """The heading a tour stop's page opens with: its stage's title (marked "after the article" for a stage after it), or
+    the page's own (the ledger, the labs)."""
+    if not entry.stage:
+        return entry.title
+    s = stages.stage(entry.stage)
+    return s.heading if s.after_article else s.title
 
 
 def title(page) -> str:

@@ -64,7 +64,7 @@ def test_overwrite_softmax_averages_and_the_hybrid_falls_back_to_kda():
 
 def test_overwrite_summary_follows_the_outcome():
     good = lab.summary(lab.overwrite(ORTHO, lab.Gates(alpha=0.95, beta=1.0)))
-    assert good.startswith("DeltaNet, Gated DeltaNet, KDA and Hybrid (KDA + softmax) recovered v2")
+    assert good.startswith("DeltaNet, Gated DeltaNet, KDA, Gated DeltaNet-2 and Hybrid (KDA + softmax) recovered v2")
     assert "Linear attention (1.00·v1 + 1.00·v2)" in good
     half = lab.summary(lab.overwrite(ORTHO, lab.Gates(alpha=1.0, beta=0.5)))
     assert half.startswith("No mechanism recovered v2")
@@ -76,10 +76,19 @@ def test_mutation_additive_deltanet_fails_the_overwrite_check(mutate):
     r = lab.overwrite(ORTHO)
     with pytest.raises(AssertionError, match="deltanet should return v2"):
         check_delta_overwrites(r)
-    assert lab.summary(r).startswith("Gated DeltaNet, KDA and Hybrid (KDA + softmax) recovered v2")
+    assert lab.summary(r).startswith("Gated DeltaNet, KDA, Gated DeltaNet-2 and Hybrid (KDA + softmax) recovered v2")
 
 
 def test_mutation_delta_linear_attention_fails_the_blend_check(mutate):
     mutate("linear_attention", lambda q, k, v, **kw: deltanet(q, k, v, torch.ones_like(q[..., 0]), scale=1.0))
     with pytest.raises(AssertionError):
         check_additive_blends(lab.overwrite(ORTHO))
+
+
+def test_gated_deltanet2_reads_as_kda_where_the_lab_sets_one_write_strength():
+    """The lab's knobs set one β per write, which Gated DeltaNet-2 takes as its erase and its write gate on every
+    channel (OpInput.unit): then it is KDA, term by term, so its reads are KDA's to rounding in every experiment."""
+    for gates in (lab.Gates(alpha=0.95, beta=1.0), lab.Gates(alpha=1.0, beta=0.5)):
+        r = lab.overwrite(ORTHO, gates, mechanisms=("kda", "gated_deltanet2"))
+        assert r.coef_v2["gated_deltanet2"] == pytest.approx(r.coef_v2["kda"], abs=1e-12)
+        assert r.coef_v1["gated_deltanet2"] == pytest.approx(r.coef_v1["kda"], abs=1e-12)

@@ -30,7 +30,9 @@ def test_topic_switch_gates_forget_a():
 
 def test_topic_switch_sentence_flips_without_the_reset():
     with_reset = lab.summary(lab.topic_switch(ORTHO, lab.Gates(alpha_reset=0.0)))
-    assert with_reset.startswith("After the switch Mamba-2, GLA, Gated DeltaNet and KDA forgot topic A")
+    assert with_reset.startswith(
+        "After the switch Mamba-2, GLA, Gated DeltaNet, KDA and Gated DeltaNet-2 forgot topic A"
+    )
     r = lab.topic_switch(ORTHO, lab.Gates(alpha_reset=1.0))
     assert r.forgot_a == ()
     assert lab.summary(r).startswith("No mechanism forgot topic A")
