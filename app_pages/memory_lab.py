@@ -16,16 +16,18 @@ from ui.session import seed
 CACHE = dict(max_entries=64, ttl=3600, show_spinner=False)
 
 st.title("Memory lab")
+_LAB = lab.participants()
+# who runs, from the lab's own list: softmax with its cache, every linear mechanism of the table, the small hybrid
+WHO = ", ".join(p.label for key, p in _LAB.items() if key not in (lab.ELU1, lab.HYBRID)) + " and a small hybrid"
 claim_slot = st.container()  # the lab's point and its numbers, filled once the experiments below have run
 prose(
-    """
-The stage pages show one mechanism at a time. Here they all get **the same stream** of key–value pairs — softmax
-attention with its full cache, linear attention, DeltaNet, Mamba-2, Gated DeltaNet, KDA and a small hybrid — and
-then the same questions, asked with a cue: *what is stored under this key?* Five experiments measure the four verbs
-of the lineage — **store** (capacity), **update** (overwrite), **forget** (topic switch, per-channel retention) and
-**retrieve** (the needle) — so each step's gain is a number you can change, not a claim. Nothing here is trained:
-keys and values are drawn at random, gates and write strengths follow the explicit rules stated with each
-experiment, and every sentence under "what this shows" is computed from the numbers above it.
+    f"""
+The stage pages show one mechanism at a time. Here they all get **the same stream** of key–value pairs — {WHO} —
+and then the same questions, asked with a cue: *what is stored under this key?* Five experiments measure the four
+verbs of the lineage — **store** (capacity), **update** (overwrite), **forget** (topic switch, per-channel
+retention) and **retrieve** (the needle) — so each step's gain is a number you can change, not a claim. Nothing here
+is trained: keys and values are drawn at random, gates and write strengths follow the explicit rules stated with
+each experiment, and every sentence under "what this shows" is computed from the numbers above it.
 """
 )
 
@@ -47,6 +49,9 @@ with st.expander("How the lab works — and what “the hybrid” is"):
   softmax cache puts at least {lab.HYBRID_CONFIDENCE:g} of its attention on a single key, use the softmax read;
   otherwise use KDA's. It stands in for Kimi Linear's periodic softmax (MLA) layers at the level of one memory —
   and like them it pays for the cache (in Kimi Linear, in one layer of four).
+- **Gated DeltaNet-2** (after the article) splits KDA's β into an erase gate and a write gate. The lab sets one
+  write strength β per write, which it takes as both gates on every channel: that is KDA, term by term, so its lines
+  lie on KDA's here. Its own page moves the two gates apart.
 - **Gates are rules, not learned.** Mamba-2 and Gated DeltaNet multiply the state by a constant α before every
   write. KDA gets a slow set of key channels (α_slow) and a fast set whose α is chosen so that the *average*
   log-decay over channels equals log α — the same average forgetting as the single gate. Delta-rule writes use a

@@ -123,3 +123,13 @@ def test_impossible_gate_rule_is_a_message_not_a_traceback():
     ]
     assert len(figures(at)) == 5  # the other experiments still ran
     assert any("overview needs all five" in w.value for w in at.warning)
+
+
+def test_the_lab_names_who_runs_from_its_own_list_and_says_gdn2_reads_as_kda_here():
+    """The stream's participants come from lineage.lab.participants (GLA and Gated DeltaNet-2 included), and the
+    expander says why Gated DeltaNet-2's lines lie on KDA's (one β sets both its gates)."""
+    at = run_page("memory_lab")
+    text = " ".join(m.value for m in at.markdown)
+    labels = [p.label for key, p in lab.participants().items() if key not in (lab.ELU1, lab.HYBRID)]
+    assert ", ".join(labels) + " and a small hybrid" in text and "GLA" in labels and "Gated DeltaNet-2" in labels
+    assert "lie on KDA's here" in text
