@@ -30,7 +30,8 @@ from torch import nn
 
 from lineage import checks
 from lineage.mechanisms import linear_mechanisms
-from lineage.ops.softmax import CausalSelfAttention, softmax_attention
+from lineage.ops.recurrence import layer_chunk_size
+from lineage.ops.softmax import CausalSelfAttention, fused_softmax_attention
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,77 @@ class MixerConfig:
     head_v: int = 16  # value dim V: columns of the state
     conv_size: int = 4  # short causal conv kernel (Kimi Linear: 4); cached as conv_size − 1 past inputs
     gate_rank: int = 16  # low rank of the per-channel gate / output gate projections (W↑ W↓)
-    chunk_size: int | None = None  # chunk length of the chunked form; None: recurrence.default_chunk_size
+    chunk_size: int | None = None  # chunk length of the chunked form; None: recurrence.layer_chunk_size
     conv: bool | None = None  # short conv on q, k, v: None keeps the mechanism's own (its layer options); a bool
     # gives every mechanism the same front end, as Zoology's comparisons do
 
 
+def causal_conv(x: torch.Tensor, weight: torch.Tensor, past: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Depthwise causal convolution over time: y_t = Σ_i w_i ⊙ full_{t+i}, full = [past, x] (size − 1 + T steps).
+
+    Args: x [B, T, D]; weight [D, size]; past [B, size − 1, D] or None (zeros: the sequence starts here).
+    Returns (y [B, T, D], the new past: full's last size − 1 steps).
+    """
+    size = weight.shape[1]
+    taps = weight.to(x.dtype).t()  # (size, D): w_i of every channel
+    if past is None:  # the zeros before the sequence stay implicit: nothing to pad, copy or differentiate
+        y = _ShiftedSum.apply(x, taps, size - 1)
+        full = x if x.shape[1] >= size - 1 else F.pad(x, (0, 0, size - 1 - x.shape[1], 0))
+    else:
+        full = torch.cat([past.to(x.dtype), x], dim=1)  # (B, size − 1 + T, D)
+        y = _ShiftedSum.apply(full, taps, 0)
+    return y, full[:, full.shape[1] - (size - 1) :]
+
+
+class _ShiftedSum(torch.autograd.Function):
+    """y_t = Σ_i taps[i] ⊙ x_{t+i−zeros} with ``zeros`` implicit zero steps before x's first (x_s = 0 for s < 0), and
+    its gradients written out: one shifted slice per tap, accumulated in place (what unfold-then-sum computes, without
+    a strided [B, T, D, size] window tensor), and a backward of one in-place multiply-add per tap for the input's
+    gradient and one product-sum per tap for the weight's, instead of autograd's zero-filled slice gradient for every
+    tap and a new tensor per term (on a CPU the front end's costliest part of a training step).
+    """
+
+    @staticmethod
+    def _spans(size: int, T: int, zeros: int):
+        """(tap i, the output steps it reaches, the input steps it reads) for every tap, the full-length one first."""
+        spans = []
+        for i in range(size):
+            first = max(0, zeros - i)  # tap i reads x_{t+i−zeros}: none before t = zeros − i
+            spans.append((i, slice(first, T), slice(first + i - zeros, T + i - zeros)))
+        return sorted(spans, key=lambda s: s[1].start)
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, taps: torch.Tensor, zeros: int) -> torch.Tensor:
+        size = taps.shape[0]
+        T = x.shape[1] + zeros - size + 1
+        taps = taps.contiguous()  # one contiguous row per tap: a strided column multiplies an order slower
+        (i, out, read), *rest = _ShiftedSum._spans(size, T, zeros)
+        y = x[:, read] * taps[i] if out.start == 0 else x.new_zeros(x.shape[0], T, x.shape[2])
+        if out.start:
+            rest = [(i, out, read), *rest]
+        for i, out, read in rest:
+            y[:, out].addcmul_(x[:, read], taps[i])
+        ctx.save_for_backward(x, taps)
+        ctx.zeros = zeros
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_y: torch.Tensor):
+        x, taps = ctx.saved_tensors
+        grad_x = torch.zeros_like(x)
+        grad_taps = torch.empty_like(taps)
+        B, T, D = grad_y.shape
+        product = grad_y.new_empty(B * T * D)  # one buffer for the products, each a contiguous [B, n, D] (fast sums)
+        for i, out, read in _ShiftedSum._spans(taps.shape[0], T, ctx.zeros):
+            grad_x[:, read].addcmul_(grad_y[:, out], taps[i])  # ∂y_t/∂x_{t+i−zeros} = w_i
+            n = out.stop - out.start
+            terms = torch.mul(grad_y[:, out], x[:, read], out=product[: B * n * D].view(B, n, D))
+            grad_taps[i] = terms.sum((0, 1))  # ∂L/∂w_i = Σ_{b,t} ∂y_t ⊙ x_{t+i−zeros}
+        return grad_x, grad_taps, None
+
+
 class ShortConv(nn.Module):
-    """Depthwise causal 1-D convolution over time; decoding keeps the last ``size − 1`` inputs."""
+    """Depthwise causal 1-D convolution over time (:func:`causal_conv`); decoding keeps the last ``size − 1`` inputs."""
 
     def __init__(self, channels: int, size: int):
         super().__init__()
@@ -56,17 +121,27 @@ class ShortConv(nn.Module):
 
     def forward(self, x: torch.Tensor, past: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """x: [B, T, D]; past: [B, size − 1, D] or None (zeros). Returns (y [B, T, D], new past)."""
-        B, T, D = x.shape
-        if past is None:
-            past = x.new_zeros(B, self.size - 1, D)
-        full = torch.cat([past.to(x.dtype), x], dim=1)  # (B, size − 1 + T, D)
-        w = self.weight.to(x.dtype)
-        # y_t = Σ_i w_i · full_{t+i}: one shifted slice per tap, summed in tap order (what unfold-then-sum computes,
-        # without a strided [B, T, D, size] window tensor, the slow path of a training step on a CPU)
-        y = full[:, :T] * w[:, 0]
-        for i in range(1, self.size):
-            y = y + full[:, i : i + T] * w[:, i]
-        return y, full[:, full.shape[1] - (self.size - 1) :]
+        return causal_conv(x, self.weight, past)
+
+
+def joint_conv(
+    convs: nn.ModuleDict, x: torch.Tensor, widths: dict[str, int], past: dict[str, torch.Tensor]
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The short convolutions of several projections side by side, as one :func:`causal_conv`: x holds the inputs
+    of ``convs[name]`` for each name of ``widths`` along its last axis, ``widths[name]`` channels each, in that order.
+    A depthwise convolution treats every channel alone, so this is each convolution run on its own slice.
+
+    Returns (y, same layout as x; the new past of each name). ``past`` maps a name to its [B, size − 1, width]
+    inputs; a name it lacks starts from zeros (so does every name when it is empty).
+    """
+    names = list(widths)
+    weight = torch.cat([convs[n].weight for n in names])  # (Σ widths, size)
+    joined = None
+    if past:
+        B, steps = x.shape[0], weight.shape[1] - 1
+        joined = torch.cat([past[n] if n in past else x.new_zeros(B, steps, widths[n]) for n in names], dim=-1)
+    y, kept = causal_conv(x, weight, joined)
+    return y, dict(zip(names, kept.split(list(widths.values()), dim=-1), strict=True))
 
 
 class RMSNorm(nn.Module):
@@ -195,35 +270,41 @@ class LinearMemoryMixer(nn.Module):
         if x.shape[-1] != self.cfg.d_model:
             raise ValueError(f"x must have shape [B, T, d_model={self.cfg.d_model}], got {tuple(x.shape)}")
         lay, H, K, V = self.options, self.cfg.n_heads, self.cfg.head_k, self.cfg.head_v
-        new = MemoryState(length=(cache.length if cache else 0) + x.shape[1])
-        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)  # (B, T, H·K), (B, T, H·K), (B, T, H·V)
-        if self.conv:
-            past = cache.conv if cache else {}
-            (q, new.conv["q"]), (k, new.conv["k"]), (v, new.conv["v"]) = (
-                self.convs[n](t, past.get(n)) for n, t in (("q", q), ("k", k), ("v", v))
-            )
-            q, k, v = F.silu(q), F.silu(k), F.silu(v)
-        q, k, v = self._heads(q, K), self._heads(k, K), self._heads(v, V)  # (B, H, T, ·)
+        B, T, _ = x.shape
+        keep = use_cache or cache is not None
+        new = MemoryState(length=(cache.length if cache else 0) + T)
+        # q, k and v in one product: the three projections' weights side by side (each stays its own Linear)
+        qkv = F.linear(x, torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]))  # (B, T, 2HK + HV)
+        widths = {"q": H * K, "k": H * K, "v": H * V}
+        if self.conv:  # each projection's own short convolution, run side by side as one (joint_conv), then Swish
+            qkv, new.conv = joint_conv(self.convs, qkv, widths, cache.conv if cache else {})
+            qkv = F.silu(qkv)
+        # contiguous heads: every elementwise operation after this (feature maps, norms, gates) runs on one layout
+        q, k, v = (
+            self._heads(t, d).contiguous() for t, d in zip(qkv.split(list(widths.values()), -1), (K, K, V), strict=True)
+        )  # (B, H, T, ·)
         if lay.l2norm:
             q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
         g, beta = self.gates(x)
         if x.shape[1] == 1 and mode == "chunk":  # a decode step is one step of the recurrence: no chunk to batch
             mode = "recurrent"
-        kw = dict(
-            initial_state=cache.S if cache else None, output_final_state=True, mode=mode, chunk_size=self.cfg.chunk_size
-        )
+        chunk_size = self.cfg.chunk_size
+        if chunk_size is None and not self.entry.unit_gates:  # ops with unit gates have their own chunked form
+            chunk_size = layer_chunk_size(x.device, B * H, K, V)  # 1 (the scan) for small states on a CPU
+        kw = dict(initial_state=cache.S if cache else None, output_final_state=keep, mode=mode, chunk_size=chunk_size)
         if lay.feature_map is not None:
             kw.update(feature_map=lay.feature_map, normalize=lay.normalize)
         if lay.step_scaled_values:  # Mamba-2's SSD symbols: C = q, B = k, x·Δ = v, A·Δ = g, read scale 1
             v, kw["scale"] = v * self.step_size(x)[..., None], 1.0
         with checks.values_checked():  # q, k, v, g, β are computed from the checked x: no second scan
             o, S = self.entry.call(q, k, v, g, beta, **self.unit_gates(x), **kw)
+        o = o.transpose(1, 2).contiguous()  # (B, T, H, V): the output projection's layout, and the output gate's
         if lay.output_gate != "none":
-            gate = self._heads(self.og_up(self.og_down(x)), V)
+            gate = self.og_up(self.og_down(x)).view(B, T, H, V)
             gate = torch.sigmoid(gate) if lay.output_gate == "sigmoid" else F.silu(gate)
             o = self.o_norm(o) * gate
-        y = self.o_proj(o.transpose(1, 2).reshape(x.shape[0], x.shape[1], H * V))
-        if not (use_cache or cache is not None):
+        y = self.o_proj(o.view(B, T, H * V))
+        if not keep:
             return y, None
         new.S = S
         return y, new
@@ -249,14 +330,11 @@ class ConvSelfAttention(CausalSelfAttention):
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape [B, T, d_model] with d_model = {self.d_model}, got {tuple(x.shape)}")
         B, T, _ = x.shape
-        H, hd = self.n_heads, self.head_dim
-        q, k, v = (
-            F.silu(self.convs[n](t, None)[0])
-            for n, t in zip("qkv", self.c_attn(x).split(self.d_model, -1), strict=True)
-        )
-        q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
+        H, hd, D = self.n_heads, self.head_dim, self.d_model
+        qkv, _ = joint_conv(self.convs, self.c_attn(x), {"q": D, "k": D, "v": D}, {})  # the three convs as one
+        q, k, v = F.silu(qkv).view(B, T, 3 * H, hd).transpose(1, 2).split(H, dim=1)  # (B, H, T, hd) each
         with checks.values_checked():  # q, k, v are computed from the checked x
-            o, _ = softmax_attention(q, k, v, mode="parallel")
+            o = fused_softmax_attention(q, k, v)
         return self.c_proj(o.transpose(1, 2).reshape(B, T, self.d_model)), None
 
 

@@ -21,8 +21,9 @@ one; softmax, linear attention and GLA do not). The hybrid's MLA layer never has
 nothing it predicts can depend on an earlier token; on a recall task it stays at chance. A test trains it beside
 softmax and DeltaNet to show that their accuracy comes from the memory.
 
-Training runs the chunked forms (the default ``mode="chunk"`` of every linear op); :func:`forms` switches a model
-to the step-by-step recurrence, which gives the same outputs, for comparison.
+Training runs the chunked forms (the default ``mode="chunk"`` of every linear op, at the chunk length
+:func:`lineage.ops.recurrence.layer_chunk_size` picks: on a CPU, chunks of one step, the scan, for these models' small
+states); :func:`forms` switches a model to the step-by-step recurrence, which gives the same outputs, for comparison.
 """
 
 from __future__ import annotations
@@ -186,12 +187,16 @@ class LM(nn.Module):
         return [b.mixer for b in self.stack.blocks if isinstance(b.mixer, LinearMemoryMixer)]
 
 
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor, ignore: int) -> torch.Tensor:
+    """Cross-entropy over the scored positions (targets ≠ ``ignore``): what a training step minimises."""
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=ignore)
+
+
 def loss_and_accuracy(logits: torch.Tensor, targets: torch.Tensor, ignore: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Cross-entropy over the scored positions, and the fraction of them whose most likely token is the target."""
     scored = targets != ignore
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=ignore)
     correct = (logits.argmax(-1) == targets) & scored
-    return loss, correct.sum() / scored.sum().clamp(min=1)
+    return lm_loss(logits, targets, ignore), correct.sum() / scored.sum().clamp(min=1)
 
 
 @contextmanager

@@ -25,6 +25,9 @@ This module holds the three ways to compute it, with identical signatures, and a
   steps (:func:`decayed_products`).
 * :func:`chunk_memory_minimal` — the same chunked form on one screen, in fp64, with the same numbered steps: what
   :func:`chunk_memory` computes, minus the anchors and the speed knobs. The readable one to hold beside the fast one.
+* :func:`scan_memory` — the reference loop as one scan, every head side by side (the layout [T, ·, B·H]), with its
+  backward written out: the chunked form with chunks of one step (``chunk_memory(chunk_size=1)`` runs it), and the form
+  a CPU trains small states fastest in (:func:`layer_chunk_size` picks it for the layers).
 * :func:`parallel_memory` — the T×T "attention" form: one chunk as long as the sequence, with decays taken
   from segment sums so that a long sequence loses no precision.
 
@@ -83,6 +86,25 @@ def default_chunk_size(device: torch.device | str) -> int:
     depend on C beyond rounding.
     """
     return 32 if torch.device(device).type == "cpu" else 64
+
+
+# Where the scan (scan_memory: chunks of one step) is a CPU's fastest form, from its forward and backward against
+# chunks of 32 (delta rule, per-channel gates, T = 64 … 1,024, one thread): 2–8× faster with B·H ≥ 64 heads side by side
+# and K, V ≤ 16; even at K = V = 32; 1.2–3× slower with B·H = 8, where each step's vectors are too short to pay for
+# the overhead of its operations.
+SCAN_MIN_HEADS = 64  # B·H: fewer heads side by side, and the chunked form is the faster
+SCAN_MAX_STATE = 256  # K·V numbers in one head's state: more, and the chunked form's matrix products win
+
+
+def layer_chunk_size(device: torch.device | str, heads: int, K: int, V: int) -> int:
+    """The chunk length a layer runs when its config gives none: 1 (:func:`scan_memory`) on a CPU with at least
+    ``SCAN_MIN_HEADS`` heads side by side (``heads`` = B·H) and states of at most ``SCAN_MAX_STATE`` numbers (K·V),
+    where each step of the scan is a few operations over K·V·B·H contiguous numbers and every product of the chunked
+    form a batch of tiny matrices; else :func:`default_chunk_size`. The results do not depend on it beyond rounding.
+    """
+    if torch.device(device).type == "cpu" and heads >= SCAN_MIN_HEADS and K * V <= SCAN_MAX_STATE:
+        return 1
+    return default_chunk_size(device)
 
 
 @dataclass
@@ -206,6 +228,146 @@ def recurrent_memory(
         return result
     stacked = {name: torch.stack(xs, dim=2).detach().cpu().numpy() for name, xs in rec.items()}
     return result + (MemoryTrace(output=o.detach().cpu().numpy(), **stacked),)
+
+
+def _heads_inner(x: torch.Tensor) -> torch.Tensor:
+    """[B, H, T, D] → [T, D, B·H], contiguous: every head side by side, innermost (the scan's layout)."""
+    B, H, T, D = x.shape
+    return x.permute(2, 3, 0, 1).reshape(T, D, B * H).contiguous()
+
+
+def _heads_outer(x: torch.Tensor, B: int, H: int) -> torch.Tensor:
+    """[T, D, B·H] → [B, H, T, D], contiguous: the scan's layout back to the package's (a strided view would put every
+    elementwise operation after it on its slow path)."""
+    return x.view(*x.shape[:2], B, H).permute(2, 3, 0, 1).contiguous()
+
+
+class _Scan(torch.autograd.Function):
+    """The recurrence of :func:`recurrent_memory`, step by step, on the layout [T, ·, B·H] with its backward written
+    out (the reverse-time recurrence of the gradients), so autograd sees one node instead of a dozen per step.
+
+    Inputs are prepared (:func:`_prepare`, compute dtype): q, k [B, H, T, K]; v [B, H, T, V]; g [B, H, T, 1|K] or
+    None (no gate); beta [B, H, T] or None (additive write); S0 [B, H, K, V] or None (zeros). Returns (o, S_T).
+    Each step's slices are taken once, before the loop (``unbind``): at small states a step's few operations cost about
+    as much as the Python that indexes them.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, g, beta, S0, scale: float):
+        B, H, T, K = q.shape
+        V, Z = v.shape[-1], B * H
+        q, k, v = _heads_inner(q), _heads_inner(k), _heads_inner(v)  # (T, K|V, Z)
+        alpha = None if g is None else flush_decays(torch.exp(_heads_inner(g)))  # (T, 1|K, Z)
+        states = q.new_empty(T + 1, K, V, Z)  # S_0 … S_T; the backward reads each S_{t−1} back
+        if S0 is None:
+            states[0].zero_()
+        else:
+            states[0].copy_(S0.permute(2, 3, 0, 1).reshape(K, V, Z))
+        o = q.new_empty(T, V, Z)
+        if beta is None:
+            u, errors = v, None  # additive: the write is v_t itself
+        else:
+            beta = beta.permute(2, 0, 1).reshape(T, 1, Z).contiguous()  # (T, 1, Z)
+            u, errors = q.new_empty(T, V, Z), q.new_empty(T, V, Z)  # β_t (v_t − S'ᵀ k_t), and v_t − S'ᵀ k_t
+        S_steps, o_steps, u_steps = states.unbind(0), o.unbind(0), u.unbind(0)
+        k_steps, q_steps = k.unsqueeze(2).unbind(0), q.unsqueeze(2).unbind(0)  # (K, 1, Z) each
+        for t in range(T):
+            k_t = k_steps[t]
+            # S' = Diag(α_t) S_{t−1}
+            S = S_steps[t] if alpha is None else S_steps[t] * alpha[t, :, None]
+            # delta: u_t = β_t (v_t − S'ᵀ k_t)
+            if beta is not None:
+                torch.mul(torch.sub(v[t], (S * k_t).sum(0), out=errors[t]), beta[t], out=u_steps[t])
+            # S_t = S' + k_t u_tᵀ
+            S = torch.addcmul(S, k_t, u_steps[t], out=S_steps[t + 1])
+            # o_t = S_tᵀ (scale q_t), the scale applied to all of o below
+            torch.sum(S * q_steps[t], 0, out=o_steps[t])
+        ctx.save_for_backward(q, k, u, alpha, beta, states, errors)
+        ctx.scale, ctx.heads, ctx.with_S0 = scale, (B, H), S0 is not None
+        ctx.set_materialize_grads(False)  # an output whose gradient is not needed gets None, not a tensor of zeros
+        S_T = states[T].view(K, V, B, H).permute(2, 3, 0, 1).contiguous()  # a copy: a kept state pins no buffer
+        return _heads_outer(o.mul_(scale), B, H), S_T
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_o, grad_S):
+        q, k, u, alpha, beta, states, errors = ctx.saved_tensors
+        (B, H), scale = ctx.heads, ctx.scale
+        T, K, Z = q.shape
+        V = u.shape[1]
+        do = q.new_zeros(T, V, Z) if grad_o is None else _heads_inner(grad_o)
+        dS = q.new_zeros(K, V, Z)  # ∂L/∂S_t, carried from t = T down to 0
+        if grad_S is not None:
+            dS.copy_(grad_S.permute(2, 3, 0, 1).reshape(K, V, Z))
+        dq, dk, du = q.new_empty(T, K, Z), q.new_empty(T, K, Z), q.new_empty(T, V, Z)
+        dalpha = None if alpha is None else torch.empty_like(alpha)
+        minus_beta = None if beta is None else -beta
+        S_steps, do_steps, u_steps = states.unbind(0), do.unsqueeze(0).unbind(1), u.unsqueeze(0).unbind(1)
+        k_steps, q_steps = k.unsqueeze(2).unbind(0), (q * scale).unsqueeze(2).unbind(0)  # (K, 1, Z) each
+        for t in range(T - 1, -1, -1):
+            k_t, do_t = k_steps[t], do_steps[t]  # (K, 1, Z), (1, V, Z)
+            # o_t = S_tᵀ (scale q_t): ∂q_t = scale S_t ∂o_t, and ∂S_t += scale q_t ∂o_tᵀ
+            torch.sum(S_steps[t + 1] * do_t, 1, out=dq[t])
+            dS.addcmul_(q_steps[t], do_t)
+            # S_t = S' + k_t u_tᵀ: ∂u_t = ∂S_tᵀ k_t, ∂k_t = ∂S_t u_t, and ∂S' = ∂S_t
+            du_t = torch.sum(dS * k_t, 0, out=du[t])
+            dk_t = torch.sum(dS * u_steps[t], 1, out=dk[t])
+            if beta is not None:
+                # u_t = β_t (v_t − S'ᵀ k_t): the read r = S'ᵀ k_t gets ∂r = −β_t ∂u_t, so ∂k_t += S' ∂r, ∂S' += k_t ∂rᵀ
+                S = S_steps[t] if alpha is None else S_steps[t] * alpha[t, :, None]
+                dr = (du_t * minus_beta[t]).unsqueeze(0)  # (1, V, Z)
+                dk_t.add_((S * dr).sum(1))
+                dS.addcmul_(k_t, dr)
+            if alpha is not None:
+                # S' = Diag(α_t) S_{t−1}: ∂α_t = Σ_v ∂S' ⊙ S_{t−1} (and over the channels too for one gate per head)
+                decayed = dS * S_steps[t]
+                if alpha.shape[1] > 1:
+                    torch.sum(decayed, 1, out=dalpha[t])
+                else:
+                    torch.sum(decayed, (0, 1), out=dalpha[t, 0])
+                dS.mul_(alpha[t, :, None])  # ∂S_{t−1} = Diag(α_t) ∂S'
+        grads = [_heads_outer(dq.mul_(scale), B, H), _heads_outer(dk, B, H)]
+        grads.append(_heads_outer(du if beta is None else du * beta, B, H))  # ∂v_t = ∂u_t (· β_t)
+        grads.append(None if alpha is None else _heads_outer(dalpha * alpha, B, H))  # α = e^g: ∂g = α ∂α
+        grads.append(None if beta is None else (du * errors).sum(1).view(T, B, H).permute(1, 2, 0))  # ∂β_t
+        grads.append(dS.view(K, V, B, H).permute(2, 3, 0, 1) if ctx.with_S0 else None)
+        return (*grads, None)
+
+
+def scan_memory(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None = None,
+    beta: torch.Tensor | None = None,
+    *,
+    rule: Rule = "additive",
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    per_channel: bool | None = None,
+):
+    """The recurrence as one scan over t with every head side by side: :func:`recurrent_memory`'s loop, run on the
+    layout [T, ·, B·H] (heads innermost) with its backward written out (:class:`_Scan`). It is the chunked form with
+    chunks of one step, which :func:`chunk_memory` runs at ``chunk_size=1``.
+
+    Why it exists: at small head dims every product of the chunked form is a batch of tiny matrices, and a CPU spends
+    its time on the overhead of each one, not the arithmetic. Here each step is a few elementwise operations over
+    K·V·B·H contiguous numbers, and the backward is the gradients' own recurrence, run from t = T down to 1:
+
+        ∂S_t += scale q_t ∂o_tᵀ;   ∂u_t = ∂S_tᵀ k_t;   ∂k_t = ∂S_t u_t
+        delta:  ∂r = −β_t ∂u_t;   ∂k_t += S' ∂r;   ∂S' = ∂S_t + k_t ∂rᵀ;   ∂β_t = ∂u_tᵀ (v_t − S'ᵀ k_t)
+        gate:   ∂α_t = Σ_v ∂S' ⊙ S_{t−1};   ∂S_{t−1} = Diag(α_t) ∂S'
+
+    It stores every state, (T + 1)·K·V·B·H numbers; :func:`layer_chunk_size` says where it is the fastest form. Decays
+    below ∛tiny are 0, as in the chunked form (:func:`flush_decays`). Args and returns are those of
+    :func:`recurrent_memory` (without ``trace``); gradients once (no double backward).
+    """
+    B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel)
+    out_dtype, gated = v.dtype, g is not None
+    q, k, v, g, beta, S0 = _prepare(q, k, v, g, beta, initial_state, K)
+    o, S = _Scan.apply(q, k, v, g if gated else None, beta, S0, scale)
+    return o.to(out_dtype), (S if output_final_state else None)
 
 
 def _lower(n: int, device, diagonal: int = 0) -> torch.Tensor:
@@ -410,13 +572,16 @@ def chunk_memory(
     work inside the chunk ≈ 2·C²·K or 2·C²·V per product (term by term: ``lineage.measure.bench.chunk_flop_model``).
 
     Args and returns are those of :func:`recurrent_memory` (without ``trace``), plus ``chunk_size`` ≥ 1 (None:
-    :func:`default_chunk_size` of q's device). T need not be a multiple of the chunk size: the tail is padded with
-    steps that neither decay nor write.
+    :func:`default_chunk_size` of q's device; 1: :func:`scan_memory`, the steps above with chunks of one step). T need
+    not be a multiple of the chunk size: the tail is padded with steps that neither decay nor write.
     """
     B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, per_channel)
     C = default_chunk_size(q.device) if chunk_size is None else checks.chunk_size(chunk_size)
     out_dtype, gated = v.dtype, g is not None
     q, k, v, g, beta, S = _prepare(q, k, v, g, beta, initial_state, K)
+    if C == 1:  # a chunk of one step is one step of the recurrence: the scan runs it, without 1×1 products
+        o, S = _Scan.apply(q, k, v, g if gated else None, beta, S, scale)
+        return o.to(out_dtype), (S if output_final_state else None)
 
     # [panel:chunk-step-1] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
     # 1. cut every head's sequence into N chunks of C steps, [B·H, N, C, ·]; the last chunk is filled up with steps

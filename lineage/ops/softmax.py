@@ -53,6 +53,7 @@ __all__ = [
     "decode_cached",
     "decode_recompute",
     "decode_step",
+    "fused_softmax_attention",
     "softmax_attention",
     "tiled_softmax_attention",
     "trace_softmax",
@@ -302,6 +303,29 @@ def softmax_attention(
     return o.to(v.dtype), final
 
 
+def fused_softmax_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None, causal: bool = True
+) -> torch.Tensor:
+    """:func:`softmax_attention` in its "parallel" mode, through torch's fused kernel: the layers' training path.
+
+    The same o_t = Σ_s softmax_s(scale · q_t · k_s) v_s (GQA included), computed by
+    ``torch.nn.functional.scaled_dot_product_attention``, which on a CPU tiles the scores FlashAttention's way
+    instead of materialising the T × T matrix and its mask: one kernel forward and one backward (at T = 64, head dim
+    8, on a CPU: 2.3× the explicit form's forward, 1.4× its forward and backward). No cache: T queries, T keys.
+
+    Args: q [B, H, T, K], k [B, Hkv, T, K], v [B, Hkv, T, V] with H % Hkv == 0; scale (default K ** -0.5); causal.
+    Returns o [B, H, T, V] in v's dtype (computed in fp32, fp64 stays fp64).
+    """
+    B, H, Hkv, T, K, V = _check_gqa(q, k, v)
+    scale = checks.scale(scale, K)
+    checks.boolean("causal", causal)
+    cd = checks.compute_dtype(q, k, v)
+    o = torch.nn.functional.scaled_dot_product_attention(
+        q.to(cd), k.to(cd), v.to(cd), is_causal=causal, scale=scale, enable_gqa=Hkv != H
+    )
+    return o.to(v.dtype)
+
+
 def decode_step(
     q_t: torch.Tensor, k_t: torch.Tensor, v_t: torch.Tensor, cache: KVCache, *, scale: float | None = None
 ) -> torch.Tensor:
@@ -535,7 +559,7 @@ class CausalSelfAttention(nn.Module):
         v = v.view(B, T, Hkv, hd).transpose(1, 2)  # (B, Hkv, T, hd)
         if cache is None and not use_cache:
             with checks.values_checked():  # q, k, v are projections of the checked x
-                o, _ = softmax_attention(q, k, v, mode="parallel")
+                o = fused_softmax_attention(q, k, v)
         else:
             if cache is None:
                 cache = KVCache(B, Hkv, hd, hd, dtype=k.dtype, device=k.device)

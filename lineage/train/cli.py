@@ -88,6 +88,12 @@ def add_train_parser(sub) -> None:
         help="instead of training: tokens/s of one training step, chunked vs recurrent form, for each mixer",
     )
     p.add_argument("--repeats", type=int, default=5, help="--throughput: timed steps per form (median)")
+    p.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="--throughput: also time the training step of the package in DIR (another checkout, e.g. from "
+        "`git worktree add DIR HEAD~1`), interleaved with this one's, and print this one's speed-up over it",
+    )
 
 
 def _bar(done: float, width: int = 24) -> str:
@@ -119,7 +125,7 @@ def _refuse_inapplicable(args, parser, argv: Sequence[str]) -> None:
         when_training = ("--out", "--steps", "--seconds", "--target", "--eval-every", "--patience", "--min-delta")
         refuse(parser, argv, (*when_training, "--seed"), "when training")
     else:
-        refuse(parser, argv, ("--repeats",), "with --throughput")
+        refuse(parser, argv, ("--repeats", "--baseline"), "with --throughput")
 
 
 def _write_json(path: str, payload: dict) -> None:
@@ -171,7 +177,10 @@ def run_train_command(args, parser, argv: Sequence[str]) -> int:
         parser.error(in_flags(str(exc)))
     torch.set_num_threads(args.threads)
     if args.throughput:
-        return _print_throughput(points, model_cfg, cfg, args.repeats)
+        try:
+            return _print_throughput(points, model_cfg, cfg, args.repeats, args.baseline)
+        except ValueError as exc:
+            parser.error(in_flags(str(exc)))
     print(f"timing one training step of each of the {len(points)} model(s) …", file=sys.stderr, flush=True)
     full = sum(
         min(
@@ -267,19 +276,27 @@ def _reporters(args, payload: dict, n_points: int, max_steps: int):
     return on_start, progress, finished
 
 
-def _print_throughput(points: Sequence[SweepPoint], model_cfg: LMConfig, cfg: TrainConfig, repeats: int) -> int:
-    """One line per point: training tokens per second in the chunked and the recurrent form, and their ratio."""
+def _print_throughput(
+    points: Sequence[SweepPoint], model_cfg: LMConfig, cfg: TrainConfig, repeats: int, baseline: str | None = None
+) -> int:
+    """One line per point: training tokens per second in the chunked and the recurrent form, and their ratio; with a
+    ``baseline`` checkout, its tokens per second (timed in the same rounds) and the chunked form's speed-up over it."""
     print(
         f"training step of {cfg.batch_size} sequences, d_model {model_cfg.d_model}, {model_cfg.n_layers} layers, "
         f"{model_cfg.n_heads} heads; {torch.get_num_threads()} thread(s) of {os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f}; median of {repeats} interleaved steps per form"
+        + (f"; baseline: the package in {baseline}" if baseline else "")
     )
-    print(f"{'mixer':<17} {'T':>5} {'chunk tok/s':>12} {'recurrent tok/s':>16} {'chunk/recurrent':>16}")
+    head = f"{'mixer':<17} {'T':>5} {'chunk tok/s':>12} {'recurrent tok/s':>16} {'chunk/recurrent':>16}"
+    print(head + (f" {'baseline tok/s':>15} {'chunk/baseline':>15}" if baseline else ""))
     for p in points:
         mcfg = replace(model_cfg, mixer=p.mixer, max_len=max(model_cfg.max_len, p.task.seq_len))
-        rates = training_throughput(p.task, mcfg, cfg, repeats=repeats, device="cpu")
-        print(
+        rates = training_throughput(p.task, mcfg, cfg, repeats=repeats, device="cpu", baseline=baseline)
+        line = (
             f"{p.mixer:<17} {p.task.seq_len:>5} {rates['chunk']:>12,.0f} {rates['recurrent']:>16,.0f} "
             f"{rates['chunk'] / rates['recurrent']:>15.2f}×"
         )
+        if baseline:
+            line += f" {rates['baseline']:>15,.0f} {rates['chunk'] / rates['baseline']:>14.2f}×"
+        print(line, flush=True)
     return 0

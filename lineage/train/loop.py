@@ -19,10 +19,16 @@ and model configs, the training settings, seed, device, torch version, thread co
 
 from __future__ import annotations
 
+import json
 import platform
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 import torch
 
@@ -30,7 +36,7 @@ from lineage import checks
 from lineage.device import device_info, get_device
 from lineage.measure.timing import Timed, interleaved_medians
 from lineage.mechanisms import linear_mechanisms
-from lineage.models.lm import LM, LMConfig, forms, loss_and_accuracy
+from lineage.models.lm import LM, LMConfig, forms, lm_loss, loss_and_accuracy
 from lineage.train.tasks import IGNORE, TaskConfig, make_batch
 
 EVAL_SEED_OFFSET = 1_000_003  # the held-out batch's generator: seed + this, apart from the training stream's
@@ -128,17 +134,19 @@ def optimiser(
     model: torch.nn.Module, cfg: TrainConfig
 ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW (betas 0.9, 0.98) with decoupled weight decay on matrices only (projections, embeddings; not norms,
-    biases, A_log, dt_bias), and its linear warm-up from 0 to ``cfg.lr`` over ``cfg.warmup`` steps."""
+    biases, A_log, dt_bias), and its linear warm-up from 0 to ``cfg.lr`` over ``cfg.warmup`` steps. The update runs
+    on all parameters at once (``foreach``: the same numbers, bit for bit, as one parameter at a time, in a third of
+    the time on a CPU, where a small model has dozens of small parameters)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     rest = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": rest, "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), foreach=True)
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / cfg.warmup))
 
 
 def train_step(model: LM, opt: torch.optim.Optimizer, sched, tokens: torch.Tensor, targets: torch.Tensor) -> float:
     """One training step on one batch: loss, backward, AdamW, warm-up. Returns the training loss."""
-    loss, _ = loss_and_accuracy(model(tokens), targets, IGNORE)
+    loss = lm_loss(model(tokens), targets, IGNORE)
     opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
@@ -302,10 +310,16 @@ def training_throughput(
     *,
     repeats: int = 5,
     device: torch.device | str | None = None,
+    baseline: str | None = None,
 ) -> dict[str, float]:
     """Tokens per second of one training step (:func:`train_step`: forward, backward, AdamW, warm-up) of one batch,
     with the linear layers in their chunked form and in their step-by-step recurrent form: medians of ``repeats``
-    steps each, timed in interleaved rounds by the package's one timer (:mod:`lineage.measure.timing`)."""
+    steps each, timed in interleaved rounds by the package's one timer (:mod:`lineage.measure.timing`).
+
+    With ``baseline`` (the folder of another checkout, which holds ``lineage/``), a third entry: the same training step
+    run by that checkout's code in a process of its own (:func:`baseline_steps`), timed in the same rounds, so that a
+    shared machine's drift hits both alike and their ratio is a fair comparison.
+    """
     checks.positive_int("repeats", repeats)
     dev = get_device() if device is None else torch.device(device)
     batch = make_batch(task, cfg.batch_size, 0)
@@ -321,5 +335,60 @@ def training_throughput(
 
         return step
 
-    seconds = interleaved_medians({mode: Timed(step_in(mode), repeats) for mode in ("chunk", "recurrent")}, dev)
+    timed = {mode: Timed(step_in(mode), repeats) for mode in ("chunk", "recurrent")}
+    if baseline is None:
+        seconds = interleaved_medians(timed, dev)
+    else:
+        if dev.type != "cpu":
+            raise ValueError(f"baseline runs on the CPU only, got device {dev.type!r}")
+        with baseline_steps(baseline, task, model_cfg, cfg) as other:
+            seconds = interleaved_medians({**timed, "baseline": Timed(other, repeats)}, dev)
     return {mode: tokens.numel() / s for mode, s in seconds.items()}
+
+
+@contextmanager
+def baseline_steps(tree: str, task: TaskConfig, model_cfg: LMConfig, cfg: TrainConfig) -> Iterator[Callable[[], None]]:
+    """A training step of the package in the folder ``tree`` (another checkout), as a call: each call has a process
+    of its own (:mod:`lineage.train.baseline_worker`, started once, with this process's thread count) run one step of
+    ``model_cfg`` on a batch of ``task`` with ``cfg``'s optimiser, and returns when it is done.
+
+    Raises ValueError naming the folder when it holds no package or its code cannot build this model.
+    """
+    if not (Path(tree) / "lineage" / "__init__.py").is_file():
+        raise ValueError(f"baseline {tree!r} must be a folder that holds the package (lineage/__init__.py)")
+    spec = dict(task=task.to_dict(), model=model_cfg.to_dict(), train=asdict(cfg), threads=torch.get_num_threads())
+    worker = Path(__file__).with_name("baseline_worker.py")
+    with tempfile.TemporaryFile("w+") as errors:  # a file, not a pipe: a chatty worker can never block on it
+        proc = subprocess.Popen(
+            [sys.executable, str(worker), str(Path(tree).resolve()), json.dumps(spec)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+
+        def failed(what: str) -> ValueError:
+            proc.stdin.close()
+            proc.wait(timeout=60)
+            errors.seek(0)
+            last = errors.read().strip().splitlines()
+            return ValueError(f"baseline {tree!r} {what}: {last[-1] if last else 'no message'}")
+
+        def step() -> None:
+            proc.stdin.write("step\n")
+            proc.stdin.flush()
+            if proc.stdout.readline().strip() != "done":
+                raise failed("stopped during a training step")
+
+        try:
+            if not proc.stdout.readline().startswith("ready"):
+                raise failed("could not run this training step")
+            yield step
+        finally:
+            if not proc.stdin.closed:
+                proc.stdin.close()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
