@@ -307,6 +307,30 @@ def _largest_context(cfg, dev: torch.device, cap: int, max_context: int | None, 
     return max_context
 
 
+def _fixed_state_steps(heads: int, head_dim: int, gen: torch.Generator) -> tuple[Callable, Callable]:
+    """One decoding step of KDA and of Gated DeltaNet-2 as calls: one token's inputs and a state S each, shaped and
+    ranged as their layers feed their ops (``lineage.inputs.layer_inputs``), checked once here so that the timed steps
+    skip the value scans (a scan would wait for the device inside the timed step)."""
+    kda_in = layer_inputs(mechanism("kda"), heads, 1, head_dim, gen, state=True)
+    kda(**kda_in, mode="recurrent")
+
+    def kda_step():
+        with checks.values_checked():
+            return kda(**kda_in, mode="recurrent", output_final_state=True)
+
+    # the same token for Gated DeltaNet-2, with its erase and write gates drawn as its layer computes them
+    gdn2 = mechanism("gated_deltanet2")
+    gdn2_in = layer_inputs(gdn2, heads, 1, head_dim, gen, state=True)
+    args, state = gdn2.op_args(gdn2_in), gdn2_in["initial_state"]
+    gdn2.op(*args, mode="recurrent", initial_state=state)
+
+    def gdn2_step():
+        with checks.values_checked():
+            return gdn2.op(*args, mode="recurrent", initial_state=state, output_final_state=True)
+
+    return kda_step, gdn2_step
+
+
 def run_decode_benchmark(
     budget: str = "standard",
     *,
@@ -352,26 +376,8 @@ def run_decode_benchmark(
     copy_seconds = measure_copy_bandwidth(copy_size, dev, warmup=cfg.warmup, repeats=cfg.repeats)
     report(1 / (len(contexts) + 1), f"copy: {2 * copy_size / float(np.median(copy_seconds)) / 1e9:,.1f} GB/s")
 
-    # 2. both decode steps at each context, interleaved so background load hits them alike
-    # one token's q, k, v, g, β and a state S, shaped and ranged as a KDA layer feeds its op
-    kda_in = layer_inputs(mechanism("kda"), heads, 1, head_dim, gen, state=True)
-    kda(**kda_in, mode="recurrent")  # its inputs checked once, here: the timed steps below skip the value scans
-
-    def kda_step():
-        with checks.values_checked():  # a value scan would wait for the device inside the timed step
-            return kda(**kda_in, mode="recurrent", output_final_state=True)
-
-    # the same token for Gated DeltaNet-2, with its erase and write gates drawn as its layer computes them
-    gdn2 = mechanism("gated_deltanet2")
-    gdn2_in = layer_inputs(gdn2, heads, 1, head_dim, gen, state=True)
-    gdn2_args = gdn2.op_args(gdn2_in)
-    gdn2.op(*gdn2_args, mode="recurrent", initial_state=gdn2_in["initial_state"])  # checked once, as KDA's
-
-    def gdn2_step():
-        with checks.values_checked():
-            return gdn2.op(
-                *gdn2_args, mode="recurrent", initial_state=gdn2_in["initial_state"], output_final_state=True
-            )
+    # 2. the decode steps at each context, interleaved so background load hits them alike
+    kda_step, gdn2_step = _fixed_state_steps(heads, head_dim, gen)
 
     q_t, k_t, v_t = (torch.randn(1, heads, 1, head_dim, generator=gen, device=dev, dtype=DTYPE) for _ in range(3))
     kv_seconds, kda_seconds, gdn2_seconds, read_seconds = [], [], [], []
