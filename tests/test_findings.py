@@ -415,3 +415,19 @@ def test_a_press_over_the_caps_is_refused_with_every_reason():
         "4 mechanisms chosen; one press trains at most 3",
     ]
     assert findings.training_problems(1, 1.0, [], caps) == ["no mechanism chosen"]
+
+
+def test_rising_points_of_a_claim_across_two_widths_are_named_with_their_width():
+    """The narrowing headline rests on one mechanism at two widths: each rising point names its width, so the same
+    mechanism and pairs are not listed twice as if they were one point."""
+
+    def at(width, acc, curve):
+        return [fake("deltanet", acc, pairs=16, seed=s, T=64, width=width, patience=10, curve=curve) for s in (0, 1)]
+
+    wide = capacity(softmax=(1, 1, 1)) + at(64, 0.97, RISING)
+    narrow = [fake("softmax", 0.995, pairs=16, seed=s, T=64, width=32, patience=10, curve=FLAT) for s in (0, 1)]
+    point = findings.capacity_headline(findings.summarise(wide + narrow + at(32, 0.2, RISING)), str.upper)
+    assert point.claim.startswith("Shrink the state")
+    assert (
+        "DELTANET at 16 pairs and width 64, DELTANET at 16 pairs and width 32, so those are lower bounds" in point.claim
+    )

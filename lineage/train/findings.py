@@ -522,9 +522,14 @@ def _notes(xs: Sequence[Summary], title) -> list[str]:
     as ``title`` names them), one seed. A sentence that gives each setting's evidence has them there already."""
     notes = []
     if rising := [x for x in xs if x.still_rising]:
+        widths = len({x.setting.width for x in xs}) > 1  # a claim across widths names each point's
         notes.append(
             "still rising when the budget ran out: "
-            + ", ".join(f"{title(x.setting.mixer)} at {x.setting.n_pairs} pairs" for x in rising)
+            + ", ".join(
+                f"{title(x.setting.mixer)} at {x.setting.n_pairs} pairs"
+                + (f" and width {x.setting.width}" if widths else "")
+                for x in rising
+            )
             + ", so those are lower bounds"
         )
     if any(len(x.seeds) == 1 for x in xs):
