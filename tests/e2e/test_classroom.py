@@ -84,8 +84,8 @@ def open_url(page, url: str) -> None:
 
 
 def heading(entry) -> str:
-    """The heading a tour stop's page opens with: its stage's title (marked "after the article" for a stage after it), or
-    the page's own (the ledger, the labs)."""
+    """The heading a tour stop's page opens with: its stage's title (marked "after the article" for a stage after
+    it), or the page's own (the ledger, the labs)."""
     if not entry.stage:
         return entry.title
     s = stages.stage(entry.stage)
