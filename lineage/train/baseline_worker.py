@@ -1,10 +1,11 @@
 """A training step of another checkout of the package, on request: the baseline of ``python -m lineage train
 --throughput --baseline DIR`` (:func:`lineage.train.loop.baseline_steps` starts it and times its steps).
 
-Run as a script, ``python baseline_worker.py DIR SPEC``: it imports ``lineage`` from DIR (not from the tree that holds
-this file), builds the model, optimiser and batch SPEC describes (JSON: task, model, train, threads) with DIR's own
-code, runs one untimed step, prints ``ready`` and the path it imported, and then runs one training step
-(``lineage.train.loop.train_step``) for every line read from stdin, answering ``done`` after each.
+Run as a script, ``PYTHONPATH=DIR python baseline_worker.py DIR SPEC``: it imports ``lineage`` from DIR (not from the
+tree that holds this file, nor the installed one: PYTHONPATH comes before both), builds the model, optimiser and
+batch SPEC describes (JSON: task, model, train, threads) with DIR's own code, runs one untimed step, prints ``ready``
+and the path it imported, and then runs one training step (``lineage.train.loop.train_step``) for every line read
+from stdin, answering ``done`` after each.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import json
 import sys
 
 
-def main(tree: str, spec: dict) -> None:
-    sys.path[0] = tree  # DIR's package, never the one beside this file
+def main(spec: dict) -> None:
     import torch
 
     torch.set_num_threads(spec["threads"])
@@ -34,4 +34,4 @@ def main(tree: str, spec: dict) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], json.loads(sys.argv[2]))
+    main(json.loads(sys.argv[2]))  # argv[1], DIR, is first on PYTHONPATH (baseline_steps sets it), so its package loads

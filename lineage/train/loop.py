@@ -20,6 +20,7 @@ and model configs, the training settings, seed, device, torch version, thread co
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -359,8 +360,10 @@ def baseline_steps(tree: str, task: TaskConfig, model_cfg: LMConfig, cfg: TrainC
     spec = dict(task=task.to_dict(), model=model_cfg.to_dict(), train=asdict(cfg), threads=torch.get_num_threads())
     worker = Path(__file__).with_name("baseline_worker.py")
     with tempfile.TemporaryFile("w+") as errors:  # a file, not a pipe: a chatty worker can never block on it
+        root = str(Path(tree).resolve())
         proc = subprocess.Popen(
-            [sys.executable, str(worker), str(Path(tree).resolve()), json.dumps(spec)],
+            [sys.executable, str(worker), root, json.dumps(spec)],
+            env={**os.environ, "PYTHONPATH": root},  # DIR's package first, before the installed one
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=errors,
@@ -381,8 +384,13 @@ def baseline_steps(tree: str, task: TaskConfig, model_cfg: LMConfig, cfg: TrainC
                 raise failed("stopped during a training step")
 
         try:
-            if not proc.stdout.readline().startswith("ready"):
+            ready = proc.stdout.readline().split(maxsplit=1)
+            if not ready or ready[0] != "ready":
                 raise failed("could not run this training step")
+            if not Path(ready[1].strip()).resolve().is_relative_to(root):  # the worker must run DIR's code
+                proc.stdin.close()
+                proc.wait(timeout=60)
+                raise ValueError(f"baseline {tree!r}: the worker imported lineage from {ready[1].strip()}, not from it")
             yield step
         finally:
             if not proc.stdin.closed:
