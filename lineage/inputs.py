@@ -167,9 +167,16 @@ def draw_inputs(
     x["g"] = gate(takes["g"].shape(sizes), gen) if "g" in takes else None
     if "beta" not in takes:
         x["beta"] = None
-    for u in (u for u in contract if u.unit):  # after the gate, so the numbers before it are every op's
-        x[u.name] = torch.rand(u.shape(sizes), generator=gen, dtype=dtype, device=gen.device)
-    return x
+    # after the gate, so the numbers before it are every op's
+    return x | draw_unit_gates([u for u in contract if u.unit], sizes, gen, dtype=dtype)
+
+
+def draw_unit_gates(
+    gates: Sequence[OpInput], sizes: dict[str, int], gen: torch.Generator, *, dtype: torch.dtype = torch.float64
+) -> dict[str, torch.Tensor]:
+    """Unit gates (``OpInput.unit``: Gated DeltaNet-2's erase and write) for checking and timing: U[0, 1) in their
+    shapes at ``sizes``, in order, from ``gen`` on its device."""
+    return {u.name: torch.rand(u.shape(sizes), generator=gen, dtype=dtype, device=gen.device) for u in gates}
 
 
 # ---------------------------------------------------------------------------------------------------------------

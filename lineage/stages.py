@@ -44,7 +44,15 @@ class Stage(Narrative):
     def heading(self) -> str:
         """Its name as its page's heading and its navigation entry give it: the label, marked where the stage came
         after the article ("Gated DeltaNet-2 (after the article)")."""
-        return f"{self.label} ({AFTER_ARTICLE})" if self.after_article else self.label
+        return self._marked(self.label)
+
+    @property
+    def listed_title(self) -> str:
+        """Its title as the lineage table and the site's pages list it: marked like :attr:`heading`."""
+        return self._marked(self.title)
+
+    def _marked(self, name: str) -> str:
+        return f"{name} ({AFTER_ARTICLE})" if self.after_article else name
 
     @property
     def in_grid(self) -> bool:

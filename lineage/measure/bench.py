@@ -41,7 +41,7 @@ import torch
 
 from lineage.checks import positive_int
 from lineage.device import device_info, get_device
-from lineage.inputs import GATE_STRENGTHS, GateDraw, random_inputs
+from lineage.inputs import GATE_STRENGTHS, GateDraw, draw_unit_gates, random_inputs
 from lineage.measure.timing import Timed, interleaved_medians, interleaved_times
 from lineage.mechanisms import Mechanism, linear_mechanisms, write_rule
 from lineage.ops.recurrence import default_chunk_size
@@ -337,8 +337,8 @@ def _inputs(cfg: BenchConfig, device: torch.device) -> dict[str, torch.Tensor]:
     gen = torch.Generator().manual_seed(cfg.seed)
     x = random_inputs(cfg.B, cfg.H, cfg.T, cfg.K, cfg.V, gen, dtype=torch.float32)
     sizes = {"B": cfg.B, "H": cfg.H, "T": cfg.T, "K": cfg.K, "V": cfg.V}
-    for u in {u.name: u for m in linear_mechanisms() for u in m.unit_gates}.values():  # Gated DeltaNet-2's gates
-        x[u.name] = torch.rand(u.shape(sizes), generator=gen, dtype=torch.float32)
+    gates = {u.name: u for m in linear_mechanisms() for u in m.unit_gates}  # Gated DeltaNet-2's, once each
+    x |= draw_unit_gates(list(gates.values()), sizes, gen, dtype=torch.float32)
     return {name: t.to(device, DTYPES[cfg.dtype]) for name, t in x.items() if name != "initial_state"}
 
 

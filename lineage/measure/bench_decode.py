@@ -48,7 +48,6 @@ from lineage.device import device_info, get_device
 from lineage.inputs import layer_inputs
 from lineage.measure.timing import Timed, interleaved_times, repeat_times
 from lineage.mechanisms import mechanism
-from lineage.ops.kda import kda
 from lineage.ops.kv_cache import KVCache
 from lineage.ops.softmax import decode_step
 from lineage.units import format_bytes
@@ -307,28 +306,21 @@ def _largest_context(cfg, dev: torch.device, cap: int, max_context: int | None, 
     return max_context
 
 
-def _fixed_state_steps(heads: int, head_dim: int, gen: torch.Generator) -> tuple[Callable, Callable]:
-    """One decoding step of KDA and of Gated DeltaNet-2 as calls: one token's inputs and a state S each, shaped and
-    ranged as their layers feed their ops (``lineage.inputs.layer_inputs``), checked once here so that the timed steps
-    skip the value scans (a scan would wait for the device inside the timed step)."""
-    kda_in = layer_inputs(mechanism("kda"), heads, 1, head_dim, gen, state=True)
-    kda(**kda_in, mode="recurrent")
+def _fixed_state_step(key: str, heads: int, head_dim: int, gen: torch.Generator) -> Callable:
+    """One decoding step of the linear mechanism ``key`` (KDA, Gated DeltaNet-2) as a call: one token's inputs and a
+    state S, shaped and ranged as its layer feeds its op (``lineage.inputs.layer_inputs``: Gated DeltaNet-2's erase
+    and write gates too), checked once here so that the timed step skips the value scans (a scan would wait for the
+    device inside the timed step)."""
+    m = mechanism(key)
+    x = layer_inputs(m, heads, 1, head_dim, gen, state=True)
+    args, state = m.op_args(x), x["initial_state"]
+    m.op(*args, mode="recurrent", initial_state=state)
 
-    def kda_step():
+    def step():
         with checks.values_checked():
-            return kda(**kda_in, mode="recurrent", output_final_state=True)
+            return m.op(*args, mode="recurrent", initial_state=state, output_final_state=True)
 
-    # the same token for Gated DeltaNet-2, with its erase and write gates drawn as its layer computes them
-    gdn2 = mechanism("gated_deltanet2")
-    gdn2_in = layer_inputs(gdn2, heads, 1, head_dim, gen, state=True)
-    args, state = gdn2.op_args(gdn2_in), gdn2_in["initial_state"]
-    gdn2.op(*args, mode="recurrent", initial_state=state)
-
-    def gdn2_step():
-        with checks.values_checked():
-            return gdn2.op(*args, mode="recurrent", initial_state=state, output_final_state=True)
-
-    return kda_step, gdn2_step
+    return step
 
 
 def run_decode_benchmark(
@@ -377,7 +369,7 @@ def run_decode_benchmark(
     report(1 / (len(contexts) + 1), f"copy: {2 * copy_size / float(np.median(copy_seconds)) / 1e9:,.1f} GB/s")
 
     # 2. the decode steps at each context, interleaved so background load hits them alike
-    kda_step, gdn2_step = _fixed_state_steps(heads, head_dim, gen)
+    kda_step, gdn2_step = (_fixed_state_step(key, heads, head_dim, gen) for key in ("kda", "gated_deltanet2"))
 
     q_t, k_t, v_t = (torch.randn(1, heads, 1, head_dim, generator=gen, device=dev, dtype=DTYPE) for _ in range(3))
     kv_seconds, kda_seconds, gdn2_seconds, read_seconds = [], [], [], []

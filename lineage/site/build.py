@@ -53,7 +53,7 @@ def tour() -> tuple[Page, ...]:
     the page on what needs the live app where the app has its Live benchmark."""
     from lineage import stages
 
-    slugs = [("home", "Home")] + [(s.key, s.heading if s.after_article else s.title) for s in stages.all_stages()]
+    slugs = [("home", "Home")] + [(s.key, s.listed_title) for s in stages.all_stages()]
     slugs += [
         ("ledger", "Claims ledger"),
         ("memory_lab", "Memory lab"),

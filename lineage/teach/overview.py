@@ -99,7 +99,7 @@ def lineage_rows() -> list[dict[str, object]]:
     """The lineage table: one row per stage, in the lineage's order."""
     return [
         {
-            "Stage": s.heading if s.after_article else s.title,  # "Gated DeltaNet-2 (after the article)"
+            "Stage": s.listed_title,  # "Gated DeltaNet-2 (after the article)"
             "Representative": s.representative,
             "Year": s.year,
             "Memory mechanism": s.summary,

@@ -15,7 +15,7 @@ from ui.nav import PAGES
 def test_home_page():
     at = run_page("home")
     rows = markdown_table(at, "Stage")
-    assert [r["Stage"] for r in rows] == [s.heading if s.after_article else s.title for s in stages.all_stages()]
+    assert [r["Stage"] for r in rows] == [s.listed_title for s in stages.all_stages()]
     assert rows[-1]["Stage"] == "Gated DeltaNet-2 (after the article)"  # the stage after the article says so
     assert [r["Year"] for r in rows] == [str(s.year) for s in stages.all_stages()]
     assert [r["Memory mechanism"] for r in rows] == [s.summary for s in stages.all_stages()]

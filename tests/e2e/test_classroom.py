@@ -86,10 +86,7 @@ def open_url(page, url: str) -> None:
 def heading(entry) -> str:
     """The heading a tour stop's page opens with: its stage's title (marked "after the article" for a stage after
     it), or the page's own (the ledger, the labs)."""
-    if not entry.stage:
-        return entry.title
-    s = stages.stage(entry.stage)
-    return s.heading if s.after_article else s.title
+    return stages.stage(entry.stage).listed_title if entry.stage else entry.title
 
 
 def title(page) -> str:
