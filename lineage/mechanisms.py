@@ -45,7 +45,7 @@ from lineage.ops.gla import gla
 from lineage.ops.kda import kda
 from lineage.ops.linear_attention import linear_attention
 from lineage.ops.mamba2 import mamba2
-from lineage.ops.recurrence import recurrent_memory
+from lineage.ops.recurrence import anchored_products, recurrent_memory, segment_sum_products
 from lineage.ops.softmax import softmax_attention
 
 GATES = ("none", "scalar", "channel")
@@ -56,6 +56,10 @@ GATE_FORMS = {
     "scalar": ("softplus",),  # Mamba-2: g = −exp(A_log) · softplus(W x + dt_bias), one per head
     "channel": ("logsigmoid", "softplus"),  # GLA: log σ(W↑W↓x) / 16; KDA: −exp(A_log) · softplus(W↑W↓x + dt_bias)
 }
+# How the chunked form builds a gate kind's decays inside a chunk (lineage.ops.recurrence.decayed_products), each the
+# scheme its decays allow: a scalar gate's are one C×C matrix summed exactly from segment sums; a per-channel gate's
+# cannot leave the channel sum and are built through anchors, level by level. No gate: the causal mask is the decay.
+CHUNK_DECAYS = {"none": None, "scalar": segment_sum_products, "channel": anchored_products}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -346,6 +350,12 @@ class Mechanism:
     def write(self) -> WriteRule | None:
         """Its write rule's definition (None for the softmax family)."""
         return None if self.rule is None else write_rule(self.rule)
+
+    @property
+    def chunk_decays(self) -> Callable | None:
+        """How its chunked form builds the decays inside a chunk (:data:`CHUNK_DECAYS` by its gate): by segment sums
+        for a scalar gate, by anchored products for a gate per channel; None without a gate."""
+        return CHUNK_DECAYS[self.gate]
 
     def takes(self, name: str) -> bool:
         """Whether its op takes the tensor ``name`` ("g", "beta", …) among its positional inputs."""

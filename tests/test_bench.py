@@ -306,6 +306,14 @@ def test_table_has_one_row_per_cell_and_says_how_it_was_measured(tiny_run):
         assert cells[3] == f"{c.speedup:.1f}x" and cells[5] == f"{r.fraction_of_matmul(c):.0%}"
     assert "slowest gate strength / fastest: mamba2" in text
     assert "KDA chunk / Gated DeltaNet chunk: logσ(x)/16" in text
+    schemes = next(line for line in text.splitlines() if line.startswith("decays inside a chunk"))
+    gated = [m for m in linear_mechanisms() if m.chunk_decays is not None]
+    assert gated and all(m.key in schemes for m in gated)
+
+
+def test_the_decay_schemes_line_groups_the_ops_by_the_tables_scheme():
+    text = bench.decay_schemes(["mamba2", "kda", "gated_deltanet", "gla", "linear_attention", "not_in_the_table"])
+    assert text == "segment sum products: mamba2, gated_deltanet; anchored products: kda, gla"
 
 
 def test_a_row_past_the_spread_limit_is_marked_as_a_slow_regime(tiny_run):

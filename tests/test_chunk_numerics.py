@@ -16,7 +16,8 @@ import torch
 import torch.nn.functional as F
 
 import lineage.ops.recurrence as recurrence
-from lineage.inputs import CHANNEL_WIPES, GATE_STRENGTHS, GateDraw
+from lineage.inputs import CHANNEL_WIPES, GATE_STRENGTHS, GateDraw, draw_inputs
+from lineage.mechanisms import linear_mechanisms
 from lineage.ops.recurrence import chunk_memory, parallel_memory, recurrent_memory, unit_lower_inverse
 from tests.util import CELLS, DTYPE_NAME, assert_close
 
@@ -234,3 +235,40 @@ def test_the_flush_changes_outputs_only_by_rounding(rule, gate, strength, monkey
     o_raw, S_raw = forward(x, rule=rule, mode="chunk", chunk_size=32)
     assert_close(o, o_raw, tol=1e-6, what="output, flushed vs not")
     assert_close(S, S_raw, tol=1e-6, what="final state, flushed vs not")
+
+
+SCALAR_STRENGTHS = [name for name in GATE_STRENGTH_NAMES if name not in DRAWS or not DRAWS[name].wipe_channels]
+
+
+@pytest.mark.parametrize("strength", SCALAR_STRENGTHS)
+def test_the_two_decay_schemes_agree_on_a_scalar_gate(strength):
+    # A scalar gate repeated on every channel is a per-channel gate: the segment sums and the anchored products must
+    # give the same decays and products for it, wipes included (C = 32: five levels of anchors; C = 7 pads the chunk)
+    gen = torch.Generator().manual_seed(3)
+    for C in (32, 7):
+        q, k = (torch.randn(40, C, 6, generator=gen, dtype=torch.float64) for _ in range(2))
+        g = draw_gate((1, 40, C), strength, gen)[0, :, :, None]  # [Z, C, 1]
+        by_sums = recurrence.segment_sum_products(k, g, q, k)
+        by_anchors = recurrence.anchored_products(k, g.expand(-1, -1, 6), q, k)
+        for name in ("from_start", "to_end", "chunk"):
+            a, b = getattr(by_sums[0], name), getattr(by_anchors[0], name)
+            torch.testing.assert_close(a.expand_as(b), b, rtol=1e-12, atol=1e-300, msg=f"{name} at C={C}")
+        for a, b in zip(by_sums[1], by_anchors[1], strict=True):
+            torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14, msg=f"products at C={C}")
+
+
+@pytest.mark.parametrize("m", [m for m in linear_mechanisms() if m.chunk_decays is not None], ids=lambda m: m.key)
+def test_each_gated_mechanism_runs_the_decay_scheme_its_table_entry_names(m, monkeypatch):
+    called = []
+    for name in ("segment_sum_products", "anchored_products"):
+        real = getattr(recurrence, name)
+
+        def spy(*args, _real=real, _name=name):
+            called.append(_name)
+            return _real(*args)
+
+        monkeypatch.setattr(recurrence, name, spy)
+    sizes = {"B": 1, "H": 2, "T": 40, "K": 8, "V": 8}
+    x = draw_inputs(m.op_contract, sizes, torch.Generator().manual_seed(0))
+    m.call(**x, chunk_size=16)
+    assert called and set(called) == {m.chunk_decays.__name__}, (m.key, called)

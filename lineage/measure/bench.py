@@ -481,6 +481,18 @@ def _time_cells(cfg, device, plan, draws, x, cells: list, report: ProgressFn, st
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def decay_schemes(ops: list[str]) -> str:
+    """Which scheme builds each gated op's decays inside a chunk, from the table of mechanisms: "segment sum products:
+    mamba2, gated_deltanet; anchored products: gla, kda" (ops the table does not hold are left out)."""
+    table = {m.key: m for m in linear_mechanisms()}
+    by_scheme: dict[str, list[str]] = {}
+    for op in ops:
+        scheme = table[op].chunk_decays if op in table else None
+        if scheme is not None:
+            by_scheme.setdefault(scheme.__name__.replace("_", " "), []).append(op)
+    return "; ".join(f"{name}: {', '.join(names)}" for name, names in by_scheme.items())
+
+
 def format_result(r: BenchResult) -> str:
     """The header (machine, threads, settings), the matmul baseline, one table row per cell, and the ratios."""
     c, b = r.config, r.baseline
@@ -533,6 +545,7 @@ def format_result(r: BenchResult) -> str:
             fast = min(cells, key=lambda x: x.chunk_seconds)
             spreads.append(f"{op} {slow.chunk_seconds / fast.chunk_seconds:.2f}x")
         lines.append("chunked form, slowest gate strength / fastest: " + ", ".join(spreads))
+        lines.append("decays inside a chunk (lineage.mechanisms.CHUNK_DECAYS): " + decay_schemes(list(gated)))
     if "kda" in gated and "gated_deltanet" in gated:
         gdn = {cell.gate: cell.chunk_seconds for cell in gated["gated_deltanet"]}
         ratios = [

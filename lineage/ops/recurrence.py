@@ -20,9 +20,10 @@ This module holds the three ways to compute it, with identical signatures, and a
   Transformers with the Delta Rule over Sequence Length", arXiv 2406.06484), extended with the scalar gate
   of Gated DeltaNet (arXiv 2412.06464) and the per-channel gate of Kimi Linear (arXiv 2510.26692). Inside a
   chunk of C steps everything is matrix products; only the state hand-off between chunks is sequential. Its
-  decays inside a chunk are anchored: each pair's decay is factored through a step between the two, which is
-  flash-linear-attention's sub-chunk anchor (``fla/ops/kda/chunk_intra.py``) applied recursively, down to single
-  steps (:func:`decayed_products`).
+  decays inside a chunk never exponentiate a positive number (:func:`decayed_products`): a scalar gate's are one
+  C×C matrix from segment sums (:func:`segment_sum_products`); a per-channel gate's are factored through a step
+  between each pair, flash-linear-attention's sub-chunk anchor (``fla/ops/kda/chunk_intra.py``)
+  applied recursively, down to single steps (:func:`anchored_products`).
 * :func:`chunk_memory_minimal` — the same chunked form on one screen, in fp64, with the same numbered steps: what
   :func:`chunk_memory` computes, minus the anchors and the speed knobs. The readable one to hold beside the fast one.
 * :func:`scan_memory` — the reference loop as one scan, every head side by side (the layout [T, ·, B·H]), with its
@@ -384,12 +385,9 @@ def segsum(g: torch.Tensor) -> torch.Tensor:
     cumulative sums are large, and a wipe (g = −inf) gives −inf, never −inf − (−inf) = NaN.
     """
     T = g.shape[-2]
-    x = g.unsqueeze(-3).expand(*g.shape[:-2], T, T, g.shape[-1])  # [..., i, s, c] = g[s]
-    strict = _lower(T, g.device, diagonal=-1)
-    x = x.masked_fill(~strict.T[..., None], 0.0).transpose(-3, -2)  # keep s > j: [..., s, j, c]
-    seg = torch.cumsum(x, dim=-3)  # [..., i, j, c] = Σ_{j < s ≤ i} g[s]
-    incl = _lower(T, g.device)
-    return seg.masked_fill(~incl[..., None], float("-inf"))
+    inside = _lower(T, g.device, diagonal=-1)[..., None]  # [s, j, 1]: step s is inside segment (j, i] for i ≥ s
+    seg = torch.where(inside, g.unsqueeze(-2), 0.0).cumsum(-3)  # [..., i, j, c] = Σ_{j < s ≤ i} g[s]
+    return seg.masked_fill(~_lower(T, g.device)[..., None], float("-inf"))
 
 
 @dataclass
@@ -417,75 +415,92 @@ def _write_lower_left(A: torch.Tensor, block: torch.Tensor, h: int) -> None:
 
 
 def decayed_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> tuple[ChunkDecay, list[torch.Tensor]]:
-    """The decays of a chunk and its decayed products, for a scalar gate and per-channel gates alike:
+    """The decays of a chunk and its decayed products:
 
         A_qk[i, j] = Σ_c q_ic k_jc Π_{j<s≤i} α_sc      i ≥ j
         A_kk[i, j] = Σ_c k_ic k_jc Π_{j<s≤i} α_sc      i > j (the strict lower triangle, all the WY/UT transform reads)
 
-    Every pair's decay Π_{j<s≤i} α_s is split at a *causal anchor*: take the smallest aligned block of 2h steps
-    (h = 1, 2, 4, …) holding both steps; j lies in its left half, i in its right half, and the anchor a is the left
-    half's last step, so j ≤ a < i and
-
-        Π_{j<s≤i} α_s  =  Π_{a<s≤i} α_s   ·   Π_{j<s≤a} α_s
-                          (right half, decayed by i) (left half, decaying after j)
-
-    Both factors are ≤ 1, and neither uses a gate after step i, so no future gate can reach a past output, even
-    through rounding. The factors are built from α = e^g by products, doubling h level by level: nothing but g ≤ 0
-    is ever exponentiated, and a wipe is just α = 0. (Factoring through the chunk start instead, (q ⊙ e^{G_i})
-    (k ⊙ e^{−G_j})ᵀ, exponentiates −G > 0 and overflows under strong decay.) After the last level the blocks are
-    the whole chunk, and the factors are the decays from the chunk's start and to its end.
-
-    The anchor is fla's sub-chunk anchor: flash-linear-attention's KDA kernels (``fla/ops/kda/chunk_intra.py``) split a
-    chunk into sub-chunks and factor the decay of a pair in two different sub-chunks through the boundary between
-    them (inside one sub-chunk they take e^{G_i − G_j} directly). Here it is applied recursively, down to single
-    steps, so that no pair is left to a direct e^{G_i − G_j} (:func:`chunk_memory_minimal` takes that direct route).
-
-    A scalar gate factors out of the channel sum: L_ij = Π_{j<s≤i} α_s (Mamba-2's "1-semiseparable" mask, SSD
-    arXiv 2405.21060) is assembled from the levels' outer products and A = (Q Kᵀ) ⊙ L. A per-channel gate (GLA,
-    KDA) cannot leave the sum: each level's blocks are batched matrix products of the rows and keys times their
-    factors.
+    Each gate kind has its own scheme, the one its decays allow (``lineage.mechanisms.CHUNK_DECAYS`` says which
+    mechanism uses which): a scalar gate factors out of the channel sum, so its decays are one C×C matrix, taken
+    exactly from segment sums (:func:`segment_sum_products`); a per-channel gate cannot leave the sum, and its
+    products are built level by level through anchors (:func:`anchored_products`). Neither ever exponentiates a
+    positive number, and both give the loop's answer where a wipe (α = 0) falls inside the chunk.
 
     Args: k [Z, C, K]; g [Z, C, 1] (scalar gate) or [Z, C, K] (per channel), log-decay ≤ 0 (−inf wipes); rows: the
     left factors (q, and k for the delta rule), each [Z, C, K].
     Returns the :class:`ChunkDecay` and one product per row, each [Z, C, C] and 0 above the diagonal.
     """
+    scheme = segment_sum_products if g.shape[-1] == 1 else anchored_products
+    return scheme(k, g, *rows)
+
+
+def segment_sum_products(
+    k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor
+) -> tuple[ChunkDecay, list[torch.Tensor]]:
+    """:func:`decayed_products` for a scalar gate (Mamba-2, Gated DeltaNet): A = (X Kᵀ) ⊙ L with the decay matrix
+
+        L_ij = Π_{j<s≤i} α_s = exp(Σ_{j<s≤i} g_s)      i ≥ j, 0 above the diagonal
+
+    (Mamba-2's "1-semiseparable" mask, SSD arXiv 2405.21060, as its ``ssd_minimal`` builds it). Each segment is
+    summed directly, not as a difference G_i − G_j of cumulative sums, so strong gates lose no precision and a wipe
+    (g = −∞) gives a decay of 0, never −∞ − (−∞). Every exponent is ≤ 0: L cannot overflow however strong the gate,
+    and it is C×C, not C×C×K. Args and returns: :func:`decayed_products`, g [Z, C, 1].
+    """
+    C = k.shape[1]
+    L = flush_decays(torch.exp(segsum(g)[..., 0]))  # [Z, i, j]: exp(−∞) = 0 above the diagonal, no future key
+    from_start = flush_decays(torch.exp(torch.cumsum(g, dim=1)))  # Π_{s≤i} α_s, [Z, C, 1]
+    to_end = L[:, C - 1, :, None]  # Π_{j<s≤C} α_s: L's last row, [Z, C, 1]
+    decay = ChunkDecay(from_start=from_start, to_end=to_end, chunk=from_start[:, C - 1])
+    return decay, [(x @ k.mT) * L for x in rows]
+
+
+def anchored_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> tuple[ChunkDecay, list[torch.Tensor]]:
+    """:func:`decayed_products` for per-channel gates (GLA, KDA, Gated DeltaNet-2), whose decay cannot leave the
+    channel sum. Every pair's decay Π_{j<s≤i} α_s is split at a *causal anchor*: take the smallest aligned block of
+    2h steps (h = 1, 2, 4, …) holding both steps; j lies in its left half, i in its right half, and the anchor a is the
+    left half's last step, so j ≤ a < i and
+
+        Π_{j<s≤i} α_s  =  Π_{a<s≤i} α_s   ·   Π_{j<s≤a} α_s
+                          (right half, decayed by i) (left half, decaying after j)
+
+    Both factors are ≤ 1, and neither uses a gate after step i, so no future gate can reach a past output, even
+    through rounding. Each level's blocks are batched matrix products of the rows and keys times their factors. The
+    factors are built from α = e^g by products, doubling h level by level: nothing but g ≤ 0 is ever exponentiated,
+    and a wipe is just α = 0. (Factoring through the chunk start instead, (q ⊙ e^{G_i}) (k ⊙ e^{−G_j})ᵀ,
+    exponentiates −G > 0 and overflows under strong decay.) After the last level the blocks are the whole chunk, and
+    the factors are the decays from the chunk's start and to its end.
+
+    The anchor is fla's sub-chunk anchor: flash-linear-attention's KDA kernels (``fla/ops/kda/chunk_intra.py``) split a
+    chunk into sub-chunks and factor the decay of a pair in two different sub-chunks through the boundary between
+    them (inside one sub-chunk they take e^{G_i − G_j} directly). Here it is applied recursively, down to single
+    steps, so that no pair is left to a direct e^{G_i − G_j} (:func:`chunk_memory_minimal` takes that direct route).
+    Args and returns: :func:`decayed_products`, g [Z, C, K].
+    """
     Z, C, K = k.shape
     P = 1 << (C - 1).bit_length()  # the blocks halve evenly down to single steps: pad the chunk to a power of two
     if P != C:  # padded steps come last and are cut off below: q = k = 0 and α = 1 change no earlier pair
         k, g, *rows = (torch.nn.functional.pad(x, (0, 0, 0, P - C)) for x in (k, g, *rows))
-    Kg = g.shape[-1]  # the gate's width: 1 (scalar gate) or K (per channel)
-    per_channel = Kg > 1
-    if per_channel:
-        products = [x.new_zeros(Z, P, P) for x in rows]
-        for A, x in zip(products, rows, strict=True):
-            A.diagonal(dim1=-2, dim2=-1).copy_((x * k).sum(-1))  # i = j: no decay
-    else:
-        L = k.new_zeros(Z, P, P)
-        L.diagonal(dim1=-2, dim2=-1).fill_(1.0)
+    products = [x.new_zeros(Z, P, P) for x in rows]
+    for A, x in zip(products, rows, strict=True):
+        A.diagonal(dim1=-2, dim2=-1).copy_((x * k).sum(-1))  # i = j: no decay
     into_block = flush_decays(torch.exp(g))  # Π_{start(i) ≤ s ≤ i} α_s for blocks of h = 1 step: α_i
     after_in_block = torch.ones_like(into_block)  # Π_{j < s ≤ end(j)} α_s for blocks of 1 step: nothing left
     h = 1
     while h < P:
         m = P // (2 * h)  # blocks of 2h steps per chunk
-        into, after = into_block.view(Z, m, 2, h, Kg), after_in_block.view(Z, m, 2, h, Kg)
+        into, after = into_block.view(Z, m, 2, h, K), after_in_block.view(Z, m, 2, h, K)
         # left half (columns j) decayed up to the anchor, right half (rows i) decayed from it
-        if per_channel:
-            left_keys = (k.view(Z, m, 2, h, K)[:, :, 0] * after[:, :, 0]).mT  # (Z, m, K, h)
-            for A, x in zip(products, rows, strict=True):
-                _write_lower_left(A, (x.view(Z, m, 2, h, K)[:, :, 1] * into[:, :, 1]) @ left_keys, h)
-        else:
-            _write_lower_left(L, into[:, :, 1] * after[:, :, 0].mT, h)  # outer products, (Z, m, h, h)
-        # the next level's blocks join two halves: the right half decays by the left half's total as well, the
-        # left half by the right half's total
-        total = into[:, :, :, -1:]  # (Z, m, 2, 1, Kg): each half's whole decay
+        left_keys = (k.view(Z, m, 2, h, K)[:, :, 0] * after[:, :, 0]).mT  # (Z, m, K, h)
+        for A, x in zip(products, rows, strict=True):
+            _write_lower_left(A, (x.view(Z, m, 2, h, K)[:, :, 1] * into[:, :, 1]) @ left_keys, h)
+        # the next level's blocks join two halves: the right half decays by the left half's total as well, the left
+        # half by the right half's total
+        total = into[:, :, :, -1:]  # (Z, m, 2, 1, K): each half's whole decay
         one = torch.ones_like(total[:, :, :1])
-        into_block = flush_decays((into * torch.cat([one, total[:, :, :1]], dim=2)).view(Z, P, Kg))
-        after_in_block = flush_decays((after * torch.cat([total[:, :, 1:], one], dim=2)).view(Z, P, Kg))
+        into_block = flush_decays((into * torch.cat([one, total[:, :, :1]], dim=2)).view(Z, P, K))
+        after_in_block = flush_decays((after * torch.cat([total[:, :, 1:], one], dim=2)).view(Z, P, K))
         h *= 2
     decay = ChunkDecay(from_start=into_block[:, :C], to_end=after_in_block[:, :C], chunk=into_block[:, C - 1])
-    if not per_channel:
-        L = L[:, :C, :C]
-        return decay, [(x[:, :C] @ k[:, :C].mT) * L for x in rows]
     return decay, [A[:, :C, :C] for A in products]
 
 
@@ -559,9 +574,10 @@ def chunk_memory(
         5. O = (Q ⊙ e^G) S + A_qk u, with the S that entered the chunk
 
     :func:`chunk_memory_minimal` runs the same steps, numbered alike: it is what this function computes, minus the
-    anchors and the speed knobs. The anchors: step 2 never forms e^{G_i − G_j}; :func:`decayed_products` factors each
-    pair's decay through a step between the two (fla's sub-chunk anchor, flash-linear-attention's
-    ``fla/ops/kda/chunk_intra.py``, applied recursively), so every factor is in [0, 1] and a wipe (α = 0) inside a
+    anchors and the speed knobs. The anchors: step 2 never forms e^{G_i − G_j} from two cumulative sums;
+    :func:`decayed_products` sums a scalar gate's segments directly (:func:`segment_sum_products`) and factors a
+    per-channel gate's decay through a step between each pair (:func:`anchored_products`, fla's sub-chunk anchor from
+    ``fla/ops/kda/chunk_intra.py`` applied recursively), so every factor is in [0, 1] and a wipe (α = 0) inside a
     chunk gives the loop's answer, not NaN; and a decay below ∛tiny is 0 (the strong-gate knob, :data:`FLUSH_DECAYS`),
     so that fast-forgetting gates (α ≈ 0.04 a step) leave no subnormal factor to put the CPU on its slow path. The speed
     knobs, which change nothing but speed (each is tested for equal results), are labelled in the code: steps 2–5 run
@@ -620,7 +636,7 @@ def chunk_memory(
             A_qk, *A_kk = (q @ k.mT).masked_fill_(~_lower(C, q.device), 0.0), *(x @ k.mT for x in rows[1:])
             q_dec, k_dec, chunk_decay = q, k, None
         else:
-            decay, (A_qk, *A_kk) = decayed_products(k, g, *rows)  # anchored, see decayed_products
+            decay, (A_qk, *A_kk) = decayed_products(k, g, *rows)  # no positive exponent, see decayed_products
             q_dec = q * decay.from_start  # Q ⊙ e^G: how each query sees the incoming state
             k_dec = k * decay.to_end  # K ⊙ e^{G_C − G}: how much of each write is left at the chunk's end
             chunk_decay = decay.chunk  # e^{G_C}: the incoming state's decay over the whole chunk
@@ -691,7 +707,7 @@ def chunk_memory_minimal(
 
     e^{G_i − G_j} is taken on the causal triangle only, so no positive exponent is ever formed, but it is a
     [C, C, K] tensor per chunk, and a wipe (α = 0, g = −∞) makes G_i − G_j undefined (−∞ + ∞) once the wipe is
-    inside the chunk: :func:`chunk_memory` handles both (products anchored inside the chunk, see
+    inside the chunk: :func:`chunk_memory` handles both (segment sums or anchored products, see
     :func:`decayed_products`). Args as :func:`recurrent_memory`, with ``chunk_size``; returns (o, S_T) in fp64.
     """
     B, H, T, K, V, scale = _validate(q, k, v, g, beta, rule, scale, initial_state, None)
