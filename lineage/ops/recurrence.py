@@ -76,6 +76,13 @@ def flush_decays(decay: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.threshold(decay, cut, 0.0)  # one pass: decay where > the cut, else 0
 
 
+def _flush_(decay: torch.Tensor) -> torch.Tensor:
+    """:func:`flush_decays` in place (on the part of a tensor that changed)."""
+    if not FLUSH_DECAYS:
+        return decay
+    return torch.nn.functional.threshold_(decay, torch.finfo(decay.dtype).tiny ** (1 / 3), 0.0)
+
+
 def default_chunk_size(device: torch.device | str) -> int:
     """The chunk length C of the chunked form when the caller gives none: 64 on a GPU, 32 on a CPU.
 
@@ -494,11 +501,11 @@ def anchored_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> 
         for A, x in zip(products, rows, strict=True):
             _write_lower_left(A, (x.view(Z, m, 2, h, K)[:, :, 1] * into[:, :, 1]) @ left_keys, h)
         # the next level's blocks join two halves: the right half decays by the left half's total as well, the left
-        # half by the right half's total
-        total = into[:, :, :, -1:]  # (Z, m, 2, 1, K): each half's whole decay
-        one = torch.ones_like(total[:, :, :1])
-        into_block = flush_decays((into * torch.cat([one, total[:, :, :1]], dim=2)).view(Z, P, K))
-        after_in_block = flush_decays((after * torch.cat([total[:, :, 1:], one], dim=2)).view(Z, P, K))
+        # half by the right half's total (speed: on copies, in place, only the half that changes)
+        left_total, right_total = into[:, :, 0, -1:], into[:, :, 1, -1:]  # (Z, m, 1, K): each half's whole decay
+        into_block, after_in_block = into_block.clone(), after_in_block.clone()
+        _flush_(into_block.view(Z, m, 2, h, K)[:, :, 1].mul_(left_total))
+        _flush_(after_in_block.view(Z, m, 2, h, K)[:, :, 0].mul_(right_total))
         h *= 2
     decay = ChunkDecay(from_start=into_block[:, :C], to_end=after_in_block[:, :C], chunk=into_block[:, C - 1])
     return decay, [A[:, :C, :C] for A in products]
