@@ -61,7 +61,11 @@ st.markdown(
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
 def on_story(T: int, K: int, V: int, erase: float, write: float, written: str = "") -> dict:
     run = after_article.run_on_story(T, K, V, erase, write, written=written)
-    return dict(run=run, claim=after_article.erase_write_claim(run), lines=after_article.old_and_new_over_time(run))
+    lines, styles = (
+        after_article.old_and_new_over_time(run),
+        plots.mechanism_styles(after_article.old_and_new_lines(run)),
+    )
+    return dict(run=run, claim=after_article.erase_write_claim(run), lines=lines, styles=styles)
 
 
 out = run_or_stop(on_story, T, K, V, erase, write, written_link() if written else "")
@@ -78,6 +82,7 @@ with top:  # the claim and the picture that proves it, on the first screen (as e
                 title=f"What {q.key} reads back: the old value and the new, step by step",
                 y_title="share of the answer",
                 step=step,
+                styles=out["styles"],
             ),
             key="gated_deltanet2_reads",
             alt=f"Lines of how much of each value the key {q.key} reads back at every step, for Gated DeltaNet-2 "

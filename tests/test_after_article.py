@@ -90,3 +90,27 @@ def test_its_colour_stays_apart_from_every_mechanism_colour(deficiency):
     distances = palette.cvd_distances({**colours(), "gated_deltanet2": aa.COLOUR}, deficiency)
     nearest = min(d for pair, d in distances.items() if "gated_deltanet2" in pair)
     assert nearest >= palette.MIN_CVD_DELTA_E, f"{nearest:.1f} seen as {deficiency or 'normal'}"
+
+
+def test_each_memory_is_drawn_in_its_mechanisms_colour_and_the_old_value_faded():
+    from lineage import plots
+    from lineage.mechanisms import mechanism
+    from lineage.plots.gated import FADED
+
+    run = aa.run_on_story(32, 8, 8, erase=1.0, write=0.5)
+    who = aa.old_and_new_lines(run)
+    assert who == {
+        "Gated DeltaNet-2: tea": ("gated_deltanet2", True),
+        "Gated DeltaNet-2: coffee": ("gated_deltanet2", False),
+        "KDA (β = 0.5): tea": ("kda", True),
+        "KDA (β = 0.5): coffee": ("kda", False),
+    }
+    fig = plots.over_time(aa.old_and_new_over_time(run), title="t", y_title="y", styles=plots.mechanism_styles(who))
+    assert len(fig.data) == len(who)
+    for trace in fig.data:
+        name = next(n for n in who if trace.name == n or trace.name.startswith(n + " ("))  # "(same line as …)" added
+        key, old = who[name]
+        assert trace.line.color == mechanism(key).colour and trace.marker.color == mechanism(key).colour
+        assert trace.opacity == (FADED if old else 1.0)
+    assert mechanism("gated_deltanet2").colour != mechanism("kda").colour
+    assert aa.old_and_new_lines(aa.run_on_story(32, 8, 8, erase=1.0, write=0.5, written="")) == who

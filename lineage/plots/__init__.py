@@ -19,6 +19,7 @@ from lineage.plots.gated import (
     channel_retention,
     decay_mask_and_attention,
     gates_by_channel,
+    mechanism_styles,
     over_time,
     retention_map,
     state_animation,
@@ -65,7 +66,14 @@ __all__ = ["MAX_FRAMES", "Panel", "animated_heatmaps", "color_range", "frame_ind
 __all__ += ["bandwidth_fraction", "cache_vs_length", "decode_time_vs_context", "format_bytes", "per_layer_bars"]
 __all__ += ["memory_by_stage"]
 __all__ += ["heatmaps", "step_marker"]
-__all__ += ["channel_retention", "decay_mask_and_attention", "gates_by_channel", "over_time", "retention_map"]
+__all__ += [
+    "channel_retention",
+    "decay_mask_and_attention",
+    "gates_by_channel",
+    "mechanism_styles",
+    "over_time",
+    "retention_map",
+]
 __all__ += ["state_animation", "bytes_by_layer_and_time", "decode_bytes_animation", "layer_schedule_strip"]
 __all__ += ["capacity_curves", "needle_curves", "overwrite_blend", "overwrite_vectors", "retention_figure"]
 __all__ += ["topic_switch_figure"]

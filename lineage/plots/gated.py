@@ -25,10 +25,21 @@ from lineage.plots.core import (
     house_layout,
     step_marker,
 )
-from lineage.plots.palette import series_line
+from lineage.plots.palette import mechanism_line, series_line
 from lineage.plots.vocabulary import name_coinciding
 
 UNIT = (0.0, 1.0)  # the colour range of every gate, mask and retention map
+FADED = 0.45  # the opacity of a line that stands for what is being replaced (an old value), beside the new at 1
+
+
+def mechanism_styles(lines: Mapping[str, tuple[str, bool]]) -> dict[str, dict]:
+    """:func:`over_time` styles for lines drawn by mechanisms: {name: (mechanism key, faded)} → each line in its
+    mechanism's colour, dash and marker (as on every chart), a faded one lighter and thinner (the old value)."""
+    styles = {}
+    for name, (key, faded) in lines.items():
+        line, marker = mechanism_line(key, width=1.5 if faded else 2.5)
+        styles[name] = dict(line=line, marker=marker | dict(size=5), opacity=FADED if faded else 1.0)
+    return styles
 
 
 def over_time(
@@ -39,8 +50,10 @@ def over_time(
     step: int | None = None,
     y_range: tuple[float, float] | None = None,
     height: int = 320,
+    styles: Mapping[str, dict] | None = None,
 ) -> go.Figure:
-    """Lines over the steps 0 … T−1, one per series (all of length T), with a dashed marker at ``step``."""
+    """Lines over the steps 0 … T−1, one per series (all of length T), with a dashed marker at ``step``. ``styles``:
+    trace properties by series name (:func:`mechanism_styles`) in place of the neutral series' greys."""
     if not series:
         raise ValueError("series must name at least one line")
     arrays = {name: checked_array(f"series[{name!r}]", y, 1) for name, y in series.items()}
@@ -59,6 +72,7 @@ def over_time(
             line=series_line(i, width=2)[0],
             hovertemplate=f"{name}<br>step %{{x}}: %{{y:.4g}}<extra></extra>",
         )
+        | (styles or {}).get(name, {})
         for i, (name, y) in enumerate(arrays.items())
     ]
     layout = dict(

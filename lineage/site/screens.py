@@ -265,6 +265,7 @@ def gated_deltanet2_screen() -> Screen:
                 title=f"What {key} reads back: the old value and the new, step by step",
                 y_title="share of the answer",
                 step=step,
+                styles=plots.mechanism_styles(after_article.old_and_new_lines(run)),
             ),
             f"Lines of how much of each value the key {key} reads back at every step, for Gated DeltaNet-2 and KDA.",
         ),

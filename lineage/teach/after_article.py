@@ -110,20 +110,39 @@ def answer(states: np.ndarray, k: np.ndarray, story: Story, key: str, step: int)
     return states[step].astype(np.float64).T @ k[t_key].astype(np.float64)
 
 
+def _old_and_new_lines(run: EraseWriteRun) -> list[tuple[str, str, np.ndarray, str]]:
+    """(line name, mechanism key, states, value) for each memory and each of the overwritten key's two values."""
+    story, q = run.story, run.story.overwrite
+    if q is None:
+        return []
+    memories = (  # KDA last: where the lines coincide, its half of tea left shows over Gated DeltaNet-2's coffee
+        ("Gated DeltaNet-2", "gated_deltanet2", run.states),
+        (f"KDA (β = {run.write:g})", "kda", run.kda_states),
+    )
+    return [
+        (f"{name}: {value}", key, states, value)
+        for name, key, states in memories
+        for value in (story.overwritten_value, q.expected)
+    ]
+
+
 def old_and_new_over_time(run: EraseWriteRun) -> dict[str, np.ndarray]:
     """How much of the overwritten key's old and new value each memory reads back at every step (blend coefficients):
     {"<mechanism>: <value>": [T]}. Empty when the story has no overwrite."""
     story = run.story
-    q = story.overwrite
-    if q is None:
-        return {}
-    old, new = story.overwritten_value, q.expected
+    mixes: dict[str, list] = {}
     out = {}
-    for name, states in (("Gated DeltaNet-2", run.states), (f"KDA (β = {run.write:g})", run.kda_states)):
-        mixes = [blend(answer(states, run.k, story, q.key, t), story) for t in range(story.T)]
-        for value in (old, new):
-            out[f"{name}: {value}"] = np.array([m[value] for m in mixes])
+    for name, key, states, value in _old_and_new_lines(run):
+        if key not in mixes:
+            mixes[key] = [blend(answer(states, run.k, story, story.overwrite.key, t), story) for t in range(story.T)]
+        out[name] = np.array([m[value] for m in mixes[key]])
     return out
+
+
+def old_and_new_lines(run: EraseWriteRun) -> dict[str, tuple[str, bool]]:
+    """Who draws each line of :func:`old_and_new_over_time`: {line name: (mechanism key, whether it is the old value)},
+    so a chart draws each memory in its mechanism's colour and the old value apart from the new."""
+    return {name: (key, value == run.story.overwritten_value) for name, key, _, value in _old_and_new_lines(run)}
 
 
 def _mix(coefs: dict[str, float], old: str, new: str) -> str:
