@@ -432,3 +432,24 @@ def test_ctrl_c_keeps_the_cells_already_timed_and_says_the_result_is_incomplete(
     assert f"interrupted: 2 of {planned} cells timed" in format_result(result)
     assert seen[-1] == f"interrupted: 2 of {planned} cells timed"
     assert run_bench(TINY).complete
+
+
+def test_an_ops_gate_strengths_are_timed_in_the_same_interleaved_rounds():
+    # the spread between strengths is measured in rounds over all of an op's cells, so the machine's drift cannot
+    # make one strength look slower: chunked calls go strength 1, 2, …, 5, then 1, 2, …, 5 again (after a warm-up)
+    calls: list[tuple[float, str]] = []
+
+    def op(q, k, v, g, **kw):
+        calls.append((float(g.double().clamp_min(-50).mean()), kw.get("mode", "chunk")))
+        return mamba2(q, k, v, g, **kw)
+
+    cfg = dataclasses.replace(TINY, repeats=3, recurrent_repeats=2)
+    with registered(toy_mechanism(op)):
+        r = run_bench(cfg)
+    chunked = [strength for strength, mode in calls if mode == "chunk"]
+    strengths = list(dict.fromkeys(chunked))
+    assert len(strengths) == len(STRENGTHS)
+    assert chunked == strengths * (1 + cfg.repeats)  # the warm-up round, then the timed rounds, each over all five
+    recurrent = [strength for strength, mode in calls if mode == "recurrent"]
+    assert recurrent == strengths * (1 + cfg.recurrent_repeats)
+    assert [c.gate for c in r.cells if c.op == "toy_fixed_gate"] == STRENGTHS

@@ -21,9 +21,9 @@ products alone, so the share says how much of the machine it uses.
 Not here: the parallel (T×T) form, which the stage pages time at their small sizes, and decoding one token,
 which ``python -m lineage bench decode`` (:mod:`lineage.measure.bench_decode`) measures against the context length.
 
-Timing: :mod:`lineage.measure.timing`. The two forms of one op at one gate strength are timed in interleaved rounds
-(median
-of several after a warm-up), so the machine's drift hits both alike and their ratio is steadier than either time.
+Timing: :mod:`lineage.measure.timing`. Both forms of one op at every gate strength are timed in the same interleaved
+rounds (median of several after a warm-up), so the machine's drift hits them alike: the ratio of the forms and the
+spread between strengths are steadier than any one time.
 The machine may be shared and noisy: compare ratios within a run, not absolute times across runs.
 """
 
@@ -441,39 +441,50 @@ def _run(cfg: BenchConfig, device: torch.device, report: ProgressFn) -> BenchRes
 
 
 def _time_cells(cfg, device, plan, draws, x, cells: list, report: ProgressFn, started: float, sweep_started: float):
-    """Time each cell of the plan in turn, appending it to ``cells`` the moment it is timed."""
+    """Time the plan op by op: every cell of one op (each gate strength, both forms) in the same interleaved rounds,
+    so the machine's drift hits all its strengths alike and the spread between them is the op's, not the drift's.
+    Each cell is appended (and reported) once its op's rounds are done."""
     rec_T = cfg.recurrent_T or cfg.T
-    for i, (m, draw) in enumerate(plan):
-        g = None
-        if draw is not None:  # seeded by the draw, so every mechanism of one gate kind sees the same gates
-            shape = m.input_shape("g", {"B": cfg.B, "H": cfg.H, "T": cfg.T, "K": cfg.K, "V": cfg.V})
-            gen = torch.Generator().manual_seed(cfg.seed + 1 + draws.index(draw))
-            g = draw.draw(shape, gen).to(device, DTYPES[cfg.dtype])
-        forms = {
-            "chunk": Timed(
+    sizes = {"B": cfg.B, "H": cfg.H, "T": cfg.T, "K": cfg.K, "V": cfg.V}
+    by_op: dict[str, tuple[Mechanism, list]] = {}  # op -> (its mechanism, its draws in the plan's order)
+    for m, draw in plan:
+        by_op.setdefault(m.key, (m, []))[1].append(draw)
+    for m, op_draws in by_op.values():
+        gates = {}
+        for draw in op_draws:
+            g = None
+            if draw is not None:  # seeded by the draw, so every mechanism of one gate kind sees the same gates
+                gen = torch.Generator().manual_seed(cfg.seed + 1 + draws.index(draw))
+                g = draw.draw(m.input_shape("g", sizes), gen).to(device, DTYPES[cfg.dtype])
+            gates[draw] = g
+        forms = {}
+        for draw, g in gates.items():
+            forms[draw, "chunk"] = Timed(
                 lambda m=m, g=g: _call(m, x, g, cfg.T, mode="chunk", chunk_size=cfg.chunk_size), cfg.repeats
-            ),
-            "recurrent": Timed(lambda m=m, g=g: _call(m, x, g, rec_T, mode="recurrent"), cfg.recurrent_repeats),
-        }
+            )
+            forms[draw, "recurrent"] = Timed(
+                lambda m=m, g=g: _call(m, x, g, rec_T, mode="recurrent"), cfg.recurrent_repeats
+            )
         med = interleaved_medians(forms, device)
-        cell = Cell(
-            op=m.key,
-            rule=m.rule,
-            gate_kind=m.gate,
-            gate="none" if draw is None else draw.label,
-            mean_log_alpha=None if g is None else float(g[torch.isfinite(g)].mean()),
-            chunk_seconds=med["chunk"],
-            recurrent_seconds=med["recurrent"] * cfg.T / rec_T,
-            flops=cfg.B * cfg.H * sum(chunk_flop_model(m.rule, cfg.T, cfg.K, cfg.V, cfg.chunk_size).values()),
-        )
-        cells.append(cell)
-        done = i + 1
-        left = (time.perf_counter() - sweep_started) / done * (len(plan) - done)
-        report(
-            f"[{done}/{len(plan)}] {m.key}, {cell.gate}: chunk {cell.chunk_seconds * 1e3:.1f} ms, recurrent "
-            f"{cell.recurrent_seconds * 1e3:.1f} ms; {_duration(time.perf_counter() - started)} elapsed, "
-            f"about {_duration(left)} left"
-        )
+        for draw, g in gates.items():
+            cell = Cell(
+                op=m.key,
+                rule=m.rule,
+                gate_kind=m.gate,
+                gate="none" if draw is None else draw.label,
+                mean_log_alpha=None if g is None else float(g[torch.isfinite(g)].mean()),
+                chunk_seconds=med[draw, "chunk"],
+                recurrent_seconds=med[draw, "recurrent"] * cfg.T / rec_T,
+                flops=cfg.B * cfg.H * sum(chunk_flop_model(m.rule, cfg.T, cfg.K, cfg.V, cfg.chunk_size).values()),
+            )
+            cells.append(cell)
+            done = len(cells)
+            left = (time.perf_counter() - sweep_started) / done * (len(plan) - done)
+            report(
+                f"[{done}/{len(plan)}] {m.key}, {cell.gate}: chunk {cell.chunk_seconds * 1e3:.1f} ms, recurrent "
+                f"{cell.recurrent_seconds * 1e3:.1f} ms; {_duration(time.perf_counter() - started)} elapsed, "
+                f"about {_duration(left)} left"
+            )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -504,7 +515,7 @@ def format_result(r: BenchResult) -> str:
         f"torch {r.torch_version}{load}; {_duration(r.wall_seconds)} in all",
         f"B={c.B} H={c.H} T={c.T} K={c.K} V={c.V} {c.dtype}, chunk {c.chunk_size}{chunk_note}; "
         f"median of {c.repeats} (chunked) and "
-        f"{c.recurrent_repeats} (recurrent) after one warm-up, the two forms in interleaved rounds",
+        f"{c.recurrent_repeats} (recurrent) after one warm-up, an op's strengths and forms in interleaved rounds",
     ]
     if not r.complete:
         lines.append(f"interrupted: {len(r.cells)} of {r.planned} cells timed; the rest were not run")
