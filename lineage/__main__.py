@@ -322,7 +322,10 @@ def _bench(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
         payload = result.to_json()
         if not result.complete:
             where = f" in {args.json}" if args.json else ""
-            report(f"interrupted: {len(result.cells)} of {result.planned} cells timed, kept{where} (marked incomplete)")
+            report(
+                f"interrupted: {len(result.cells)} of {result.planned} cells timed, {result.rounds} of "
+                f"{result.planned_rounds} rounds, kept{where} (marked incomplete)"
+            )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(payload, f, indent=2)

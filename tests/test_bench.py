@@ -194,13 +194,15 @@ def test_the_matmul_baseline_is_timed_before_and_after_the_sweep(tiny_run):
     assert b.total_gflops == pytest.approx(sum(b.flops.values()) / sum(medians) / 1e9)
 
 
-def test_progress_names_each_cell_with_elapsed_and_remaining_time(tiny_run):
-    r, messages = tiny_run
+def test_progress_reports_every_round_with_elapsed_and_remaining_time():
+    messages: list[str] = []
+    cfg = dataclasses.replace(TINY, repeats=3, recurrent_repeats=2)
+    r = run_bench(cfg, progress=messages.append)
     n = len(r.cells)
-    assert len(messages) == n + 1
+    assert len(messages) == 1 + 3 and r.rounds == r.planned_rounds == 3 and r.complete
     assert messages[0].startswith(f"{n} cells") and "1 torch thread" in messages[0]
-    for i, (msg, c) in enumerate(zip(messages[1:], r.cells, strict=True), start=1):
-        assert msg.startswith(f"[{i}/{n}] {c.op}, {c.gate}: chunk ")
+    for i, msg in enumerate(messages[1:], start=1):
+        assert msg.startswith(f"[round {i}/3] {n} cells, each form timed once more; ")
         assert " elapsed, about " in msg and msg.endswith(" left")
     assert messages[-1].endswith("about 0.0 s left")
 
@@ -357,7 +359,8 @@ def test_cli_prints_the_table_writes_json_and_reports_progress(tmp_path, capsys)
     assert "rec/chunk" in captured.out and "% of matmul" in captured.out
     n = len(sweep_plan(TINY))  # 2 ungated ops once, 5 gated ones at every strength
     last = linear_mechanisms()[-1].key
-    assert f"[1/{n}] linear_attention, none" in captured.err and f"[{n}/{n}] {last}" in captured.err
+    assert f"[round 1/1] {n} cells" in captured.err
+    assert [c["op"] for c in json.loads(out.read_text())["cells"]][-1] == last
     data = json.loads(out.read_text())
     assert data["config"]["T"] == 24 and data["threads"] == 1 and data["torch"] == torch.__version__
     assert data["recurrent_scaled_from_T"] is None
@@ -417,21 +420,42 @@ def test_without_a_chunk_size_the_bench_takes_the_devices_and_says_so():
 
 
 def test_ctrl_c_keeps_the_cells_already_timed_and_says_the_result_is_incomplete():
-    """Ctrl-C during the sweep: the cells timed so far are the result, marked incomplete, in the table and the JSON."""
+    """Ctrl-C between rounds: every cell is kept with the medians of the rounds done, the result marked incomplete,
+    in the table and the JSON."""
     seen = []
 
     def progress(message: str) -> None:
         seen.append(message)
-        if message.startswith("[2/"):
+        if message.startswith("[round 1/"):
             raise KeyboardInterrupt
 
-    result = run_bench(TINY, progress=progress)
-    planned = len(sweep_plan(TINY))
-    assert len(result.cells) == 2 and result.planned == planned and not result.complete
-    assert result.to_json()["complete"] is False and result.to_json()["cells_planned"] == planned
-    assert f"interrupted: 2 of {planned} cells timed" in format_result(result)
-    assert seen[-1] == f"interrupted: 2 of {planned} cells timed"
+    cfg = dataclasses.replace(TINY, repeats=2, recurrent_repeats=2)
+    result = run_bench(cfg, progress=progress)
+    planned = len(sweep_plan(cfg))
+    assert len(result.cells) == planned and result.rounds == 1 and result.planned_rounds == 2
+    assert not result.complete and result.to_json()["complete"] is False
+    assert result.to_json()["cells_planned"] == planned and result.to_json()["rounds"] == 1
+    assert f"interrupted: {planned} of {planned} cells timed, 1 of 2 rounds" in format_result(result)
+    assert seen[-1] == f"interrupted: {planned} of {planned} cells timed, 1 of 2 rounds"
     assert run_bench(TINY).complete
+
+
+def test_ctrl_c_inside_a_round_keeps_the_cells_timed_in_both_forms():
+    # the toy op, timed last, is interrupted on its first timed call: every cell before it has both forms timed once
+    calls = []
+
+    def op(q, k, v, g, **kw):
+        calls.append(kw.get("mode"))
+        if len(calls) > 2 * len(STRENGTHS):  # after its warm-up (one call of each form at every strength)
+            raise KeyboardInterrupt
+        return mamba2(q, k, v, g, **kw)
+
+    with registered(toy_mechanism(op)):
+        result = run_bench(TINY)
+        planned = len(sweep_plan(TINY))
+    assert [c.op for c in result.cells] == [m.key for m, _ in sweep_plan(TINY)][: planned - len(STRENGTHS)]
+    assert not result.complete and result.rounds == 0
+    assert f"interrupted: {planned - len(STRENGTHS)} of {planned} cells timed, 0 of 1 rounds" in format_result(result)
 
 
 def test_an_ops_gate_strengths_are_timed_in_the_same_interleaved_rounds():

@@ -21,9 +21,9 @@ products alone, so the share says how much of the machine it uses.
 Not here: the parallel (T×T) form, which the stage pages time at their small sizes, and decoding one token,
 which ``python -m lineage bench decode`` (:mod:`lineage.measure.bench_decode`) measures against the context length.
 
-Timing: :mod:`lineage.measure.timing`. Both forms of one op at every gate strength are timed in the same interleaved
-rounds (median of several after a warm-up), so the machine's drift hits them alike: the ratio of the forms and the
-spread between strengths are steadier than any one time.
+Timing: :mod:`lineage.measure.timing`. Every cell's two forms, of every op at every gate strength, are timed in the
+same interleaved rounds (median of several after a warm-up round), so the machine's drift hits them all alike: the
+ratio of the forms, the spread between strengths and the ratio of one op to another are steadier than any one time.
 The machine may be shared and noisy: compare ratios within a run, not absolute times across runs.
 """
 
@@ -42,7 +42,7 @@ import torch
 from lineage.checks import positive_int
 from lineage.device import device_info, get_device
 from lineage.inputs import GATE_STRENGTHS, GateDraw, draw_unit_gates, random_inputs
-from lineage.measure.timing import Timed, interleaved_medians, interleaved_times
+from lineage.measure.timing import Timed, interleaved_times
 from lineage.mechanisms import Mechanism, linear_mechanisms, write_rule
 from lineage.ops.recurrence import default_chunk_size
 
@@ -269,10 +269,12 @@ class BenchResult:
     cells: list[Cell]
     wall_seconds: float
     planned: int = 0  # cells the sweep was to time; fewer in ``cells`` when it was interrupted (Ctrl-C)
+    rounds: int = 0  # timed rounds that finished (every cell's forms called once more in each)
+    planned_rounds: int = 0  # the rounds the sweep was to run; fewer in ``rounds`` when it was interrupted
 
     @property
     def complete(self) -> bool:
-        return len(self.cells) >= self.planned
+        return len(self.cells) >= self.planned and self.rounds >= self.planned_rounds
 
     def fraction_of_matmul(self, cell: Cell) -> float:
         return cell.gflops / self.baseline.total_gflops
@@ -298,6 +300,8 @@ class BenchResult:
             "wall_seconds": self.wall_seconds,
             "complete": self.complete,
             "cells_planned": self.planned,
+            "rounds": self.rounds,
+            "rounds_planned": self.planned_rounds,
             "recurrent_scaled_from_T": self.config.recurrent_T,
             "matmul_baseline": {
                 "gflops": b.total_gflops,
@@ -419,12 +423,11 @@ def _run(cfg: BenchConfig, device: torch.device, report: ProgressFn) -> BenchRes
         report(busy)
     baseline = matmul_baseline(cfg, device)
     x = _inputs(cfg, device)
-    cells = []
-    sweep_started = time.perf_counter()
+    cells, rounds = [], []
     try:
-        _time_cells(cfg, device, plan, draws, x, cells, report, started, sweep_started)
+        _time_cells(cfg, device, plan, draws, x, cells, rounds, report, started)
     except KeyboardInterrupt:  # Ctrl-C: the cells timed so far are the result, marked incomplete
-        report(f"interrupted: {len(cells)} of {len(plan)} cells timed")
+        report(f"interrupted: {len(cells)} of {len(plan)} cells timed, {len(rounds)} of {_rounds(cfg)} rounds")
     else:
         baseline += matmul_baseline(cfg, device)  # again after the sweep: the machine's drift shows in the spread
     return BenchResult(
@@ -437,53 +440,74 @@ def _run(cfg: BenchConfig, device: torch.device, report: ProgressFn) -> BenchRes
         cells=cells,
         wall_seconds=time.perf_counter() - started,
         planned=len(plan),
+        rounds=len(rounds),
+        planned_rounds=_rounds(cfg),
     )
 
 
-def _time_cells(cfg, device, plan, draws, x, cells: list, report: ProgressFn, started: float, sweep_started: float):
-    """Time the plan op by op: every cell of one op (each gate strength, both forms) in the same interleaved rounds,
-    so the machine's drift hits all its strengths alike and the spread between them is the op's, not the drift's.
-    Each cell is appended (and reported) once its op's rounds are done."""
+def _rounds(cfg: BenchConfig) -> int:
+    """The timed rounds of a run: as many as the form with the most repeats."""
+    return max(cfg.repeats, cfg.recurrent_repeats)
+
+
+def _time_cells(cfg, device, plan, draws, x, cells: list, rounds: list, report: ProgressFn, started: float):
+    """Time every cell of the plan in the same interleaved rounds: each round calls every cell's chunked form, then its
+    recurrent form, in the plan's order (after one untimed warm-up round), so the machine's drift hits every cell alike
+    and every ratio the report draws (form to form, strength to strength, op to op) is steadier than any one time.
+
+    Progress is reported after each round. The cells are appended when the rounds end, or when Ctrl-C stops them:
+    then every cell timed at least once in both forms is kept, with the medians of its calls so far, and ``rounds``
+    holds the number of rounds that finished.
+    """
     rec_T = cfg.recurrent_T or cfg.T
     sizes = {"B": cfg.B, "H": cfg.H, "T": cfg.T, "K": cfg.K, "V": cfg.V}
-    by_op: dict[str, tuple[Mechanism, list]] = {}  # op -> (its mechanism, its draws in the plan's order)
+    gates = []
     for m, draw in plan:
-        by_op.setdefault(m.key, (m, []))[1].append(draw)
-    for m, op_draws in by_op.values():
-        gates = {}
-        for draw in op_draws:
-            g = None
-            if draw is not None:  # seeded by the draw, so every mechanism of one gate kind sees the same gates
-                gen = torch.Generator().manual_seed(cfg.seed + 1 + draws.index(draw))
-                g = draw.draw(m.input_shape("g", sizes), gen).to(device, DTYPES[cfg.dtype])
-            gates[draw] = g
-        forms = {}
-        for draw, g in gates.items():
-            forms[draw, "chunk"] = Timed(
-                lambda m=m, g=g: _call(m, x, g, cfg.T, mode="chunk", chunk_size=cfg.chunk_size), cfg.repeats
-            )
-            forms[draw, "recurrent"] = Timed(
-                lambda m=m, g=g: _call(m, x, g, rec_T, mode="recurrent"), cfg.recurrent_repeats
-            )
-        med = interleaved_medians(forms, device)
-        for draw, g in gates.items():
-            cell = Cell(
-                op=m.key,
-                rule=m.rule,
-                gate_kind=m.gate,
-                gate="none" if draw is None else draw.label,
-                mean_log_alpha=None if g is None else float(g[torch.isfinite(g)].mean()),
-                chunk_seconds=med[draw, "chunk"],
-                recurrent_seconds=med[draw, "recurrent"] * cfg.T / rec_T,
-                flops=cfg.B * cfg.H * sum(chunk_flop_model(m.rule, cfg.T, cfg.K, cfg.V, cfg.chunk_size).values()),
-            )
-            cells.append(cell)
-            done = len(cells)
-            left = (time.perf_counter() - sweep_started) / done * (len(plan) - done)
+        g = None
+        if draw is not None:  # seeded by the draw, so every mechanism of one gate kind sees the same gates
+            gen = torch.Generator().manual_seed(cfg.seed + 1 + draws.index(draw))
+            g = draw.draw(m.input_shape("g", sizes), gen).to(device, DTYPES[cfg.dtype])
+        gates.append(g)
+    forms = [
+        (
+            Timed(lambda m=m, g=g: _call(m, x, g, cfg.T, mode="chunk", chunk_size=cfg.chunk_size), cfg.repeats),
+            Timed(lambda m=m, g=g: _call(m, x, g, rec_T, mode="recurrent"), cfg.recurrent_repeats),
+        )
+        for (m, _), g in zip(plan, gates, strict=True)
+    ]
+    times: list[tuple[list[float], list[float]]] = [([], []) for _ in plan]
+    planned = max(cfg.repeats, cfg.recurrent_repeats)
+    sweep_started = time.perf_counter()
+    try:
+        for chunk, recurrent in forms:  # the warm-up round
+            chunk.once(device), recurrent.once(device)
+        for r in range(planned):
+            for (chunk, recurrent), (chunk_times, recurrent_times) in zip(forms, times, strict=True):
+                if r < chunk.repeats:
+                    chunk_times.append(chunk.once(device))
+                if r < recurrent.repeats:
+                    recurrent_times.append(recurrent.once(device))
+            rounds.append(r + 1)
+            left = (time.perf_counter() - sweep_started) / (r + 1.5) * (planned - r - 1)  # the warm-up: half a round
             report(
-                f"[{done}/{len(plan)}] {m.key}, {cell.gate}: chunk {cell.chunk_seconds * 1e3:.1f} ms, recurrent "
-                f"{cell.recurrent_seconds * 1e3:.1f} ms; {_duration(time.perf_counter() - started)} elapsed, "
-                f"about {_duration(left)} left"
+                f"[round {r + 1}/{planned}] {len(plan)} cells, each form timed once more; "
+                f"{_duration(time.perf_counter() - started)} elapsed, about {_duration(left)} left"
+            )
+    finally:
+        for (m, draw), g, (chunk_times, recurrent_times) in zip(plan, gates, times, strict=True):
+            if not (chunk_times and recurrent_times):
+                continue
+            cells.append(
+                Cell(
+                    op=m.key,
+                    rule=m.rule,
+                    gate_kind=m.gate,
+                    gate="none" if draw is None else draw.label,
+                    mean_log_alpha=None if g is None else float(g[torch.isfinite(g)].mean()),
+                    chunk_seconds=statistics.median(chunk_times),
+                    recurrent_seconds=statistics.median(recurrent_times) * cfg.T / rec_T,
+                    flops=cfg.B * cfg.H * sum(chunk_flop_model(m.rule, cfg.T, cfg.K, cfg.V, cfg.chunk_size).values()),
+                )
             )
 
 
@@ -515,10 +539,13 @@ def format_result(r: BenchResult) -> str:
         f"torch {r.torch_version}{load}; {_duration(r.wall_seconds)} in all",
         f"B={c.B} H={c.H} T={c.T} K={c.K} V={c.V} {c.dtype}, chunk {c.chunk_size}{chunk_note}; "
         f"median of {c.repeats} (chunked) and "
-        f"{c.recurrent_repeats} (recurrent) after one warm-up, an op's strengths and forms in interleaved rounds",
+        f"{c.recurrent_repeats} (recurrent) after one warm-up, every cell and form in interleaved rounds",
     ]
     if not r.complete:
-        lines.append(f"interrupted: {len(r.cells)} of {r.planned} cells timed; the rest were not run")
+        lines.append(
+            f"interrupted: {len(r.cells)} of {r.planned} cells timed, {r.rounds} of {r.planned_rounds} rounds; "
+            "medians of the calls made"
+        )
     if c.recurrent_T:
         lines.append(
             f"recurrent form timed on the first {c.recurrent_T:,} of {c.T:,} steps and scaled by "
