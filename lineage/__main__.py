@@ -200,8 +200,8 @@ def _sweep(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
 BENCH_HELP = """\
 ops (default): every linear-memory op, chunked and recurrent, at gate strengths g = log σ(x) / n for n in
 16, 4, 1, 0.25 and with 5% wipes; GFLOP/s against the FLOP model and a same-run torch.bmm baseline. At the
-defaults (B=1 H=4 T=4096 K=V=64, 1 thread: 22 cells) it took 41 s on a 2-core CPU busy with other work (load
-average 3-5); expect under a minute, longer on a slower or busier machine. Progress and an estimate of the time
+defaults (B=1 H=4 T=4096 K=V=64, 1 thread: 27 cells, 15 rounds) it took 59 s on a quiet 2-core CPU (load average
+1); expect about a minute, longer on a slower or busier machine. Progress and an estimate of the time
 left go to stderr. decode: one decoding step of a KV cache against a KDA state as the context grows (about 10 s
 at the standard budget)."""
 

@@ -407,7 +407,7 @@ def test_help_states_the_expected_run_time(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "it took 41 s on a 2-core CPU" in text and "expect under a minute" in text and "--threads" in text
+    assert "it took 59 s on a quiet 2-core CPU" in text and "expect about a minute" in text and "--threads" in text
 
 
 def test_without_a_chunk_size_the_bench_takes_the_devices_and_says_so():

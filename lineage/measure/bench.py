@@ -64,7 +64,7 @@ class BenchConfig:
     )
     dtype: str = "fp32"  # of the inputs: "fp32" | "bf16" | "fp64" (ops compute bf16 in fp32, fp64 in fp64)
     threads: int = 1  # torch intra-op threads; 1 keeps a shared 2-core machine usable and the times steady
-    repeats: int = 5  # chunked form: median of this many interleaved runs, after one warm-up
+    repeats: int = 15  # chunked form: median of this many interleaved rounds, after one warm-up (cheap: ~1 s a round)
     recurrent_repeats: int = 3  # the reference loop takes ~0.2 s per call at the default shape
     recurrent_T: int | None = None  # time the recurrent form on this prefix of T and scale by T / recurrent_T
     # g = log σ(x) / n for each n, then the wiped gates: the strengths of lineage.inputs.GATE_STRENGTHS by default
