@@ -272,3 +272,21 @@ def test_each_gated_mechanism_runs_the_decay_scheme_its_table_entry_names(m, mon
     x = draw_inputs(m.op_contract, sizes, torch.Generator().manual_seed(0))
     m.call(**x, chunk_size=16)
     assert called and set(called) == {m.chunk_decays.__name__}, (m.key, called)
+
+
+@pytest.mark.parametrize("strength", ["n1", "n0.25", "n1-5%channel-wipes"])
+def test_anchored_products_are_the_same_with_and_without_autograd(strength):
+    # without autograd the level factors are updated in place; with it, on copies (the backward keeps them): one answer
+    gen = torch.Generator().manual_seed(5)
+    q, k = (torch.randn(24, 32, 6, generator=gen, dtype=torch.float64) for _ in range(2))
+    g = draw_gate((1, 24, 32, 6), strength, gen)[0]
+    with torch.no_grad():
+        plain = recurrence.anchored_products(k, g, q, k)
+    tracked = recurrence.anchored_products(k.requires_grad_(), g, q, k)
+    assert all(t.grad_fn is not None for t in tracked[1])
+    for a, b in zip(
+        (*plain[1], plain[0].from_start, plain[0].to_end),
+        (*tracked[1], tracked[0].from_start, tracked[0].to_end),
+        strict=True,
+    ):
+        assert torch.equal(a, b.detach())

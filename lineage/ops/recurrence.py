@@ -492,6 +492,7 @@ def anchored_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> 
         A.diagonal(dim1=-2, dim2=-1).copy_((x * k).sum(-1))  # i = j: no decay
     into_block = flush_decays(torch.exp(g))  # Π_{start(i) ≤ s ≤ i} α_s for blocks of h = 1 step: α_i
     after_in_block = torch.ones_like(into_block)  # Π_{j < s ≤ end(j)} α_s for blocks of 1 step: nothing left
+    recorded = torch.is_grad_enabled() and any(x.requires_grad for x in (k, g, *rows))  # autograd keeps the factors
     h = 1
     while h < P:
         m = P // (2 * h)  # blocks of 2h steps per chunk
@@ -501,11 +502,13 @@ def anchored_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> 
         for A, x in zip(products, rows, strict=True):
             _write_lower_left(A, (x.view(Z, m, 2, h, K)[:, :, 1] * into[:, :, 1]) @ left_keys, h)
         # the next level's blocks join two halves: the right half decays by the left half's total as well, the left
-        # half by the right half's total (speed: on copies, in place, only the half that changes)
+        # half by the right half's total (speed: in place, only the half that changes; on copies when autograd has
+        # kept this level's factors for the backward)
         left_total, right_total = into[:, :, 0, -1:], into[:, :, 1, -1:]  # (Z, m, 1, K): each half's whole decay
-        into_block, after_in_block = into_block.clone(), after_in_block.clone()
+        if recorded:
+            into_block, after_in_block = into_block.clone(), after_in_block.clone()
+        _flush_(after_in_block.view(Z, m, 2, h, K)[:, :, 0].mul_(right_total))  # before `into`'s right half changes
         _flush_(into_block.view(Z, m, 2, h, K)[:, :, 1].mul_(left_total))
-        _flush_(after_in_block.view(Z, m, 2, h, K)[:, :, 0].mul_(right_total))
         h *= 2
     decay = ChunkDecay(from_start=into_block[:, :C], to_end=after_in_block[:, :C], chunk=into_block[:, C - 1])
     return decay, [A[:, :C, :C] for A in products]
