@@ -290,3 +290,15 @@ def test_anchored_products_are_the_same_with_and_without_autograd(strength):
         strict=True,
     ):
         assert torch.equal(a, b.detach())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_decay_factors_are_the_flushed_exponential_at_every_log_decay(dtype):
+    # raising g to just below the cut's log before exp (off exp's slow underflow path) changes no factor
+    g = torch.cat([-torch.logspace(-6, 4, 2001, dtype=torch.float64), torch.tensor([0.0, -float("inf")])]).to(dtype)
+    assert torch.equal(recurrence.decay_factors(g), recurrence.flush_decays(torch.exp(g)))
+    assert recurrence.decay_factors(g)[-1] == 0 and recurrence.decay_factors(g)[-2] == 1
+    g = g.clone().requires_grad_()
+    recurrence.decay_factors(g).sum().backward()
+    expected = torch.where(recurrence.flush_decays(torch.exp(g.detach())) > 0, torch.exp(g.detach()), 0.0)
+    assert torch.equal(g.grad, expected)  # the gradient of e^g where kept, 0 where flushed
