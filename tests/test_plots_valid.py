@@ -22,7 +22,7 @@ from tests.util import BUILDERS, all_builders
 def test_every_builder_is_covered():
     exported = {name for name in plots.__all__ if name[0].islower()}
     helpers = {"animated_heatmaps", "animation_steps", "color_range", "format_bytes", "frame_indices", "heatmaps"}
-    helpers |= {"play_controls", "step_marker", "style", "mixer_title"}
+    helpers |= {"play_controls", "step_marker", "style", "mixer_title", "mechanism_styles"}  # styles, not figures
     assert exported - helpers == set(BUILDERS)
 
 
