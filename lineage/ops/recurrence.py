@@ -73,8 +73,12 @@ def flush_decays(decay: torch.Tensor) -> torch.Tensor:
     """
     if not FLUSH_DECAYS:
         return decay
-    cut = torch.finfo(decay.dtype).tiny ** (1 / 3)
-    return torch.nn.functional.threshold(decay, cut, 0.0)  # one pass: decay where > the cut, else 0
+    return torch.nn.functional.threshold(decay, flush_cut(decay.dtype), 0.0)  # one pass: decay where > the cut, else 0
+
+
+def flush_cut(dtype: torch.dtype) -> float:
+    """The strong-gate knob's cut, ∛tiny of ``dtype`` (:func:`flush_decays`)."""
+    return torch.finfo(dtype).tiny ** (1 / 3)
 
 
 def decay_factors(log_decay: torch.Tensor) -> torch.Tensor:
@@ -86,7 +90,7 @@ def decay_factors(log_decay: torch.Tensor) -> torch.Tensor:
     full of such numbers."""
     if not FLUSH_DECAYS:
         return torch.exp(log_decay)
-    floor = math.log(torch.finfo(log_decay.dtype).tiny) / 3 - 1.0  # e^floor = ∛tiny / e: below the cut
+    floor = math.log(flush_cut(log_decay.dtype)) - 1.0  # e^floor = ∛tiny / e: below the cut
     return flush_decays(torch.exp(log_decay.clamp_min(floor)))
 
 
@@ -94,7 +98,7 @@ def _flush_(decay: torch.Tensor) -> torch.Tensor:
     """:func:`flush_decays` in place (on the part of a tensor that changed)."""
     if not FLUSH_DECAYS:
         return decay
-    return torch.nn.functional.threshold_(decay, torch.finfo(decay.dtype).tiny ** (1 / 3), 0.0)
+    return torch.nn.functional.threshold_(decay, flush_cut(decay.dtype), 0.0)
 
 
 def default_chunk_size(device: torch.device | str) -> int:
