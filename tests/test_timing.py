@@ -46,6 +46,28 @@ def test_interleaved_rounds_run_each_form_its_own_number_of_times():
     assert all(t >= 0 for ts in times.values() for t in ts)
 
 
+def test_interleaved_rounds_report_each_round_and_keep_the_times_of_an_interrupted_run():
+    seen: list[tuple[int, int]] = []
+    calls = {"n": 0}
+
+    def run():
+        calls["n"] += 1
+        if calls["n"] > 2 + 2 * 2:  # the warm-up of both, then two whole rounds; the third round's first call stops
+            raise KeyboardInterrupt
+
+    times: dict[str, list[float]] = {}
+    forms = {"a": Timed(run, 3), "b": Timed(run, 3)}
+    with pytest.raises(KeyboardInterrupt):
+        interleaved_times(
+            forms, CPU, warmup=1, after_round=lambda done, rounds: seen.append((done, rounds)), times=times
+        )
+    assert seen == [(1, 3), (2, 3)]
+    assert {name: len(ts) for name, ts in times.items()} == {"a": 2, "b": 2}  # the rounds done, kept by the caller
+    calls["n"] = -100  # no more interruptions
+    assert len(interleaved_times(forms, CPU, after_round=lambda done, rounds: seen.append((done, rounds)))["a"]) == 3
+    assert seen[2:] == [(1, 3), (2, 3), (3, 3)]
+
+
 def test_interleaved_times_and_medians_exclude_the_warmup(clock):
     durations = iter([9.0, 3.0, 1.0, 2.0] * 2)  # warm-up, then three timed runs; twice
 

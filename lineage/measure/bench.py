@@ -468,33 +468,28 @@ def _time_cells(cfg, device, plan, draws, x, cells: list, rounds: list, report: 
             gen = torch.Generator().manual_seed(cfg.seed + 1 + draws.index(draw))
             g = draw.draw(m.input_shape("g", sizes), gen).to(device, DTYPES[cfg.dtype])
         gates.append(g)
-    forms = [
-        (
-            Timed(lambda m=m, g=g: _call(m, x, g, cfg.T, mode="chunk", chunk_size=cfg.chunk_size), cfg.repeats),
-            Timed(lambda m=m, g=g: _call(m, x, g, rec_T, mode="recurrent"), cfg.recurrent_repeats),
+    forms = {}  # (cell, form) -> what to time, in the plan's order: every cell's chunked form, then its recurrent one
+    for i, ((m, _), g) in enumerate(zip(plan, gates, strict=True)):
+        forms[i, "chunk"] = Timed(
+            lambda m=m, g=g: _call(m, x, g, cfg.T, mode="chunk", chunk_size=cfg.chunk_size), cfg.repeats
         )
-        for (m, _), g in zip(plan, gates, strict=True)
-    ]
-    times: list[tuple[list[float], list[float]]] = [([], []) for _ in plan]
-    planned = max(cfg.repeats, cfg.recurrent_repeats)
+        forms[i, "recurrent"] = Timed(lambda m=m, g=g: _call(m, x, g, rec_T, mode="recurrent"), cfg.recurrent_repeats)
+    times: dict[tuple[int, str], list[float]] = {}
     sweep_started = time.perf_counter()
+
+    def after_round(done: int, planned: int) -> None:
+        rounds.append(done)
+        left = (time.perf_counter() - sweep_started) / (done + 0.5) * (planned - done)  # the warm-up: half a round
+        report(
+            f"[round {done}/{planned}] {len(plan)} cells, each form timed once more; "
+            f"{_duration(time.perf_counter() - started)} elapsed, about {_duration(left)} left"
+        )
+
     try:
-        for chunk, recurrent in forms:  # the warm-up round
-            chunk.once(device), recurrent.once(device)
-        for r in range(planned):
-            for (chunk, recurrent), (chunk_times, recurrent_times) in zip(forms, times, strict=True):
-                if r < chunk.repeats:
-                    chunk_times.append(chunk.once(device))
-                if r < recurrent.repeats:
-                    recurrent_times.append(recurrent.once(device))
-            rounds.append(r + 1)
-            left = (time.perf_counter() - sweep_started) / (r + 1.5) * (planned - r - 1)  # the warm-up: half a round
-            report(
-                f"[round {r + 1}/{planned}] {len(plan)} cells, each form timed once more; "
-                f"{_duration(time.perf_counter() - started)} elapsed, about {_duration(left)} left"
-            )
+        interleaved_times(forms, device, after_round=after_round, times=times)
     finally:
-        for (m, draw), g, (chunk_times, recurrent_times) in zip(plan, gates, times, strict=True):
+        for i, ((m, draw), g) in enumerate(zip(plan, gates, strict=True)):
+            chunk_times, recurrent_times = times.get((i, "chunk")), times.get((i, "recurrent"))
             if not (chunk_times and recurrent_times):
                 continue
             cells.append(

@@ -53,11 +53,19 @@ class Timed:
         return timed(functools.partial(self.run, self.setup()), device)[1]
 
 
-def interleaved_times(forms: Mapping[str, Timed], device: torch.device, warmup: int = 1) -> dict[str, list[float]]:
+def interleaved_times(
+    forms: Mapping[str, Timed],
+    device: torch.device,
+    warmup: int = 1,
+    *,
+    after_round: Callable[[int, int], object] | None = None,
+    times: dict[str, list[float]] | None = None,
+) -> dict[str, list[float]]:
     """Seconds of every timed call of each ``name: Timed``, after ``warmup`` untimed calls of each.
 
     Round i calls every form that still has repeats left (in the mapping's order), so a form with fewer repeats
-    drops out of the later rounds.
+    drops out of the later rounds. ``after_round(done, rounds)`` is called after each round (progress). The calls'
+    seconds go into ``times`` when one is given (a caller keeps those of the rounds done if a call is interrupted).
     """
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
@@ -66,11 +74,16 @@ def interleaved_times(forms: Mapping[str, Timed], device: torch.device, warmup: 
     for form in forms.values():
         for _ in range(warmup):
             form.once(device)
-    times: dict[str, list[float]] = {name: [] for name in forms}
-    for i in range(max((form.repeats for form in forms.values()), default=0)):
+    times = {} if times is None else times
+    for name in forms:
+        times.setdefault(name, [])
+    rounds = max((form.repeats for form in forms.values()), default=0)
+    for i in range(rounds):
         for name, form in forms.items():
             if i < form.repeats:
                 times[name].append(form.once(device))
+        if after_round is not None:
+            after_round(i + 1, rounds)
     return times
 
 
