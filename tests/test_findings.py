@@ -61,7 +61,7 @@ def test_each_setting_is_reported_at_the_learning_rate_with_the_best_mean_over_s
     (s,) = findings.summarise(runs)
     assert s.lr == 3e-3 and s.lrs == (1e-3, 3e-3) and s.accuracies == (0.70, 0.70) and s.seeds == (0, 1)
     assert s.budget and not s.solved
-    assert "best of lr 0.001, 0.003: 0.003" in s.evidence() and "2 of 2 seed(s) hit the 500-step budget" in s.evidence()
+    assert "best of lr 0.001, 0.003: 0.003" in s.evidence() and "2 of 2 seeds hit the 500-step budget" in s.evidence()
 
 
 def test_equal_accuracy_goes_to_the_learning_rate_that_needed_fewer_steps():
@@ -100,7 +100,7 @@ def test_who_falls_where_follows_the_numbers():
     said = findings.falls_sentences(s, title)
     assert said[0].startswith("**softmax** holds every recorded size, up to 16 pairs: 99.5% (all 2 seeds)")
     assert said[1].startswith("**deltanet** holds 8 pairs (95%) and falls at 16: 30.0% (all 2 seeds)")
-    assert "2 of 2 seed(s) stopped rising short of the target" in said[1]
+    assert "2 of 2 seeds stopped rising short of the target" in said[1]
     assert said[2].startswith("**linear_attention** holds none of the recorded sizes; at 4 pairs: 60.0%")
     moved = findings.falls_sentences(findings.summarise(capacity(deltanet=(1.0, 0.5, 0.3))), title)
     assert moved[0].startswith("**deltanet** holds 4 pairs (100%) and falls at 8"), "the fall moves with the numbers"
@@ -117,6 +117,40 @@ def test_what_each_step_buys_is_the_largest_gap_at_a_shared_size_and_flips_with_
         findings.summarise(capacity(linear_attention=(1, 1, 0.9), deltanet=(1, 1, 0.5))), title
     )
     assert worse[0].startswith("The delta rule (deltanet over linear_attention) costs 40 points at 16 pairs")
+
+
+def seeded(**accs):
+    """A capacity record with each seed's accuracy given: mechanism -> ((seed 0, seed 1) at 4, 8 and 16 pairs)."""
+    return [
+        fake(m, a, pairs=n, seed=s, T=64, patience=10, stopped=None if a >= 0.99 else "plateau", curve=FLAT)
+        for m, row in accs.items()
+        for n, seeds in zip((4, 8, 16), row, strict=True)
+        for s, a in enumerate(seeds)
+    ]
+
+
+def test_a_step_is_not_credited_with_a_gap_its_seeds_do_not_separate():
+    """Gated DeltaNet 3% and 99% on its two seeds against DeltaNet's 97% and 99%: the means differ by 47 points, but
+    one seed of each reached the same place, so the record does not tell them apart there."""
+    overlap = findings.step_sentences(
+        findings.summarise(
+            seeded(deltanet=((1, 1), (1, 1), (0.97, 0.99)), gated_deltanet=((1, 1), (1, 1), (0.03, 0.99)))
+        ),
+        title,
+    )[0]
+    assert overlap.startswith(
+        "A scalar gate on the delta rule (gated_deltanet over deltanet) buys nothing this record can separate (47 "
+        "points down on the mean at 16 pairs, the seeds overlapping at every recorded size):"
+    )
+    assert " costs " not in overlap and " buys 47" not in overlap
+    # where one size separates the seeds, that size is the one reported, not the larger overlapping gap
+    apart = findings.step_sentences(
+        findings.summarise(
+            seeded(linear_attention=((1, 1), (0.5, 0.6), (0.1, 0.97)), deltanet=((1, 1), (0.9, 0.96), (0.95, 0.99)))
+        ),
+        title,
+    )[0]
+    assert apart.startswith("The delta rule (deltanet over linear_attention) buys 38 points at 8 pairs:"), apart
 
 
 def test_the_capacity_headline_says_the_cache_holds_while_the_states_fall_and_not_when_the_cache_fails_too():
@@ -298,7 +332,7 @@ def test_the_solved_sentence_lists_where_every_seed_reached_the_target_and_the_e
     ]
     (line,) = findings.solved_sentences(findings.summarise(runs), title)
     assert line.startswith("**deltanet** reached the target on every seed at 4 pairs — 4 pairs: 99.5% (all 2 seeds)")
-    assert "8 pairs: 85.0% (seeds 70.5%–99.5%)" in line and "1 of 2 seed(s) hit the 500-step budget" in line
+    assert "8 pairs: 85.0% (seeds 70.5%–99.5%)" in line and "1 of 2 seeds hit the 500-step budget" in line
     (line,) = findings.solved_sentences(findings.summarise(runs[2:]), title)
     assert line.startswith("**deltanet** did not reach the target on every seed at any recorded size")
 

@@ -93,9 +93,7 @@ def test_the_sites_capacity_charts_are_the_record_at_each_settings_best_learning
     n, at_n = findings.capacity_rows(summaries)
     assert n is not None, "every mechanism of the record shares a number of pairs"
     state = figs["learned_memory_capacity_state"]
-    assert state["layout"]["title"]["text"].startswith(
-        f"The capacity record at {n} pairs: accuracy against the numbers"
-    )
+    assert state["layout"]["title"]["text"].startswith(f"MQAR, {n} pairs: accuracy against the numbers")
     assert state["layout"]["xaxis"]["type"] == "log"
     lines = _recorded_lines(state)
     assert set(lines) == {f"{mixer_title(x.setting.mixer)} (recorded)" for x in at_n}

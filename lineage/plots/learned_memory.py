@@ -197,7 +197,7 @@ def capacity_section(results: Sequence[dict], summaries: Sequence[findings.Summa
                 at_n,
                 state,
                 x_title="numbers one layer carries (log scale)",
-                title=f"The capacity record at {n} pairs: accuracy against the numbers one layer carries (Zoology)",
+                title=f"MQAR, {n} pairs: accuracy against the numbers one layer carries",
                 log_x=True,
                 rising=findings.rising_lines(at_n, state),
             )
@@ -252,7 +252,7 @@ def first_section(results: Sequence[dict], summaries: Sequence[findings.Summary]
                 findings.by_width(summaries, n),
                 findings.Summary.state_size,
                 x_title="numbers one layer carries (log scale)",
-                title=f"MQAR with {n} pairs: accuracy against the memory one layer carries (Zoology's plot)",
+                title=f"{n} pairs: accuracy against the memory one layer carries",
                 log_x=True,
             ),
             Line(findings.capacity_sentence(summaries, title)),

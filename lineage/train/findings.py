@@ -119,10 +119,11 @@ class Summary:
             else f"lr {self.lr:g}"
         )
         notes = [lr, f"{steps} steps"]
+        of = f"of {seeds} seed" + ("" if seeds == 1 else "s")
         if plateau := sum(s == "plateau" for s in self.stopped):
-            notes.append(f"{plateau} of {seeds} seed(s) stopped rising short of the target")
+            notes.append(f"{plateau} {of} stopped rising short of the target")
         if hit := sum(s in ("max_steps", "max_seconds") for s in self.stopped):
-            notes.append(f"{hit} of {seeds} seed(s) hit the {self.max_steps:,}-step budget")
+            notes.append(f"{hit} {of} hit the {self.max_steps:,}-step budget")
         if rising := sum(self.rising):
             notes.append(f"{rising} of them still rising")
         if seeds == 1:
@@ -567,9 +568,16 @@ def falls_sentences(summaries: Sequence[Summary], title) -> list[str]:
     return out
 
 
+def separated(a: Summary, b: Summary) -> bool:
+    """Every seed of one setting above every seed of the other: the record tells them apart (one seed is a range of
+    one point)."""
+    return a.low > b.high or b.low > a.high
+
+
 def step_sentences(summaries: Sequence[Summary], title) -> list[str]:
     """What each step of the table buys on this record: the mechanism against the one it adds to, at the size where
-    they differ most (and where they tie, that they tie), with both sides' evidence."""
+    they differ most with their seeds apart (:func:`separated`); where the seeds overlap at every size, that the
+    record does not tell them apart; where they tie, that they tie; with both sides' evidence."""
     rows = _rows(summaries)
     out = []
     for new, old, what in STEPS:
@@ -578,10 +586,16 @@ def step_sentences(summaries: Sequence[Summary], title) -> list[str]:
         shared, pairs = _at_shared_pairs(rows[new], rows[old])
         if not shared:
             continue
-        a, b = max(pairs, key=lambda p: abs(p[0].mean - p[1].mean))
+        apart = [(a, b) for a, b in pairs if separated(a, b) and abs(a.mean - b.mean) > TIE]
+        a, b = max(apart or pairs, key=lambda p: abs(p[0].mean - p[1].mean))
         n, gap = a.setting.n_pairs, a.mean - b.mean
         if abs(gap) <= TIE:
             verdict = f"buys nothing measurable here: within {TIE:.0%} at every recorded size"
+        elif not apart:
+            verdict = (
+                f"buys nothing this record can separate ({abs(gap) * 100:.0f} points {'up' if gap > 0 else 'down'} "
+                f"on the mean at {n} pairs, the seeds overlapping at every recorded size)"
+            )
         elif gap > 0:
             verdict = f"buys {gap * 100:.0f} points at {n} pairs"
         else:
@@ -622,9 +636,9 @@ def capacity_headline(summaries: Sequence[Summary], title) -> Headline | None:
             f"Shrink the state and it runs out of room: at {n} pairs in {x.setting.seq_len} tokens, {name} holds them "
             f"with {x.carried['state']:,} numbers of state a layer ({x.mean:.0%}, width {x.setting.width}) and falls "
             f"with {y.carried['state']:,} ({y.mean:.0%}, width {y.setting.width}), while softmax's cache, which grows "
-            f"with the sequence, still holds at that width ({cache.mean:.0%}; the capacity record"
+            f"with the sequence, still holds at that width ({cache.mean:.0%}). From the capacity record"
             + "".join(f"; {note}" for note in _notes([x, y, cache], title))
-            + ")."
+            + "."
         )
         return Headline(
             claim, f"{name}, {n} pairs: width {x.setting.width} → {y.setting.width}", f"{x.mean:.0%} → {y.mean:.0%}"

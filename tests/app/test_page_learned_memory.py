@@ -94,7 +94,7 @@ def test_the_capacity_chart_shows_accuracy_against_what_one_layer_carries_when_r
     if n is None:
         assert not any("the memory one layer carries" in t for t in titles)
         return
-    fig = figure(at, f"MQAR with {n} pairs: accuracy against the memory one layer carries")
+    fig = figure(at, f"{n} pairs: accuracy against the memory one layer carries")
     assert fig["layout"]["xaxis"]["type"] == "log"
     for trace in fig["data"]:
         xs = sorted(
@@ -241,7 +241,7 @@ def test_every_capacity_sentence_is_computed_from_the_record_and_the_caption_say
     assert findings.capacity_caption(CAPACITY, grid, whole) in captions
     assert f"{len(CAPACITY)} points of the {grid} in data/learned_memory_capacity_grid.json" in captions
     n, at_n = findings.capacity_rows(CAPACITY_SUMMARIES)
-    fig = figure(at, f"The capacity record at {n} pairs: accuracy against the numbers one layer carries")
+    fig = figure(at, f"MQAR, {n} pairs: accuracy against the numbers one layer carries")
     recorded = [t for t in fig["data"] if t["name"].endswith("(recorded)")]
     assert sorted(float(v) for t in recorded for v in t["customdata"]) == sorted(x.state_size() for x in at_n)
     if said := findings.capacity_sentence(CAPACITY_SUMMARIES, mixer_title):
