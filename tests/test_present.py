@@ -9,7 +9,15 @@ import pytest
 
 from lineage import plots
 from lineage.plots.core import Panel
-from lineage.plots.present import PROJECTION, active, for_projection, projecting
+from lineage.plots.present import (
+    PROJECTION,
+    TITLE_EM,
+    TITLE_LINE_EM,
+    active,
+    for_projection,
+    projecting,
+    wrapped_title,
+)
 from tests.util import BUILDERS, all_builders
 
 
@@ -169,3 +177,41 @@ def test_outside_presenter_mode_axes_and_legends_are_inked(runs, name):
     assert not bare, bare
     if spec.get("showlegend", True):
         assert spec["legend"]["font"]["color"]
+
+
+# --- titles: Plotly cuts a long title off at the figure's edge, and never wraps it -----------------------------------
+
+
+def test_a_title_too_long_for_the_projected_width_is_wrapped_and_the_plot_keeps_its_height():
+    text = "With and without the bound: how much of token 0's write (name→Kim) each channel keeps, t steps later"
+    short = for_projection(plots.over_time({"a": np.arange(5.0)}, title="t", y_title="y"))
+    fig = for_projection(plots.over_time({"a": np.arange(5.0)}, title=text, y_title="y"))
+    lines = fig.layout.title.text.split("<br>")
+    fits = PROJECTION.width_px / (TITLE_EM * PROJECTION.title)
+    assert len(lines) == 2 and all(len(line) <= fits for line in lines), lines
+    assert " ".join(lines) == text, "the words and their order are kept"
+    assert fig.layout.title.yanchor == "top" and fig.layout.title.yref == "container"
+    grown = fig.layout.margin.t - short.layout.margin.t
+    assert grown >= TITLE_LINE_EM * PROJECTION.title, "the second line gets its own room"
+    assert fig.layout.height - short.layout.height == grown, "the plot area keeps its size"
+    assert short.layout.title.text == "t" and short.layout.title.yanchor is None, "a short title is left as it is"
+
+
+def test_a_title_with_its_own_markup_is_left_alone():
+    marked = "x" * 80 + "<sup>2</sup>"
+    assert wrapped_title(marked, PROJECTION.title, PROJECTION.width_px) == marked
+    assert wrapped_title("a " * 60, PROJECTION.title, PROJECTION.width_px).count("<br>") >= 1
+
+
+@pytest.mark.parametrize("name", BUILDERS)
+def test_every_projected_title_fits_the_projected_width(runs, name):
+    """Every builder's title, and every title an animation frame brings, fits the width presenter mode is made for,
+    line by line."""
+    with projecting():
+        fig = all_builders(runs)[name]()
+    spec = fig.to_plotly_json()
+    titles = [(spec["layout"].get("title") or {}).get("text") or ""]
+    titles += [((f.get("layout") or {}).get("title") or {}).get("text") or "" for f in spec.get("frames") or []]
+    fits = PROJECTION.width_px / (TITLE_EM * PROJECTION.title)
+    long = [line for t in titles for line in t.split("<br>") if len(line) > fits]
+    assert not long, long

@@ -6,7 +6,8 @@ and slider, bar labels and the numbers printed inside heatmap cells; :func:`proj
 animation frame, which carries texts of its own (a step's sentence, the panel titles, cell numbers) that replace the
 first frame's while it plays. Cell numbers are dropped rather than shrunk where a cell gets too small to hold them at
 that size: the hover still gives every value. Room is made where bigger text needs it (labels under an axis, a legend
-above or below the plot), and the figure grows by that room, so the plot area keeps its size.
+above or below the plot, a title too long for one line, which Plotly clips and never wraps), and the figure grows by
+that room, so the plot area keeps its size.
 
 It works on the plain dicts the builders assemble, before they become a ``go.Figure`` (going through the figure's
 property API cost ~70 ms an animation, too much for a page that redraws on every control change): while a
@@ -17,6 +18,8 @@ projected copy of any other figure.
 
 from __future__ import annotations
 
+import math
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -45,6 +48,15 @@ PROJECTION = Projection()
 INK = "#000000"  # black, not a theme's grey: a projector washes light greys out
 GLYPH_EM = 0.62  # width of a digit or a minus sign, in ems of the font (Inter, system-ui)
 LINE_EM = 1.25  # height a line of text needs, in ems
+# average width of a title's characters, in ems: measured 0.46 on a projected title in Chromium (76 characters across
+# 1,116 px at 32 px), rounded up so that a line wrapped to it fits
+TITLE_EM = 0.5
+TITLE_LINE_EM = 1.3  # the distance plotly.js puts between a title's lines (measured: 42 px apart at 32 px)
+# plotly.js draws a title of several lines anchored at its top (yanchor "top") this much higher than one of one line,
+# cutting the first line off at the figure's edge (measured 22 px at 32 px in Chromium, plotly 6 and 7); a wrapped
+# title's pad makes up for it. tests/e2e/test_presenter.py checks that plotly.js still does this, and that no title on
+# any page leaves its chart.
+MULTILINE_TITLE_RISE_EM = 0.7
 CELL_PAD_PX = 4
 CONTROLS_BELOW_PX = 110  # the Play buttons and the step slider, under the labels
 
@@ -137,6 +149,29 @@ def cell_text_fits(trace: dict, layout: dict, *, tick_px: float, width_px: int) 
     return cell_w >= chars * GLYPH_EM * tick_px + CELL_PAD_PX and cell_h >= LINE_EM * tick_px
 
 
+def wrapped_title(text: str, size_px: float, width_px: float) -> str:
+    """``text`` broken into lines (Plotly's ``<br>``) of at most as many characters as fit ``width_px`` at ``size_px``
+    (:data:`TITLE_EM`): Plotly cuts a title off at the figure's edge. A title with markup of its own is left alone."""
+    if not text or "<" in text:
+        return text
+    return "<br>".join(textwrap.wrap(text, max(20, int(width_px / (TITLE_EM * size_px))))) or text
+
+
+def wrapped_title_place(size_px: float) -> dict:
+    """Where a title of several lines goes: hung from the figure's top, 8 px down, plus what plotly.js raises such a
+    title by (:data:`MULTILINE_TITLE_RISE_EM`)."""
+    return {"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 8 + MULTILINE_TITLE_RISE_EM * size_px}}
+
+
+def _wrap_title(layout: dict, p: Projection) -> int:
+    """The layout's title wrapped to the projected width (:func:`wrapped_title`); returns the lines it takes."""
+    title = layout.get("title")
+    if not isinstance(title, dict) or not isinstance(title.get("text"), str):
+        return 1 if title else 0
+    title["text"] = wrapped_title(title["text"], p.title, p.width_px)
+    return title["text"].count("<br>") + 1
+
+
 def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
     """Raise every text of a figure (its traces and layout as plain dicts, changed in place) to projector sizes —
     never lowering one —, thicken thin lines, give bigger text the room it needs and the figure that much height."""
@@ -146,6 +181,11 @@ def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
     if isinstance(layout.get("title"), dict):
         layout["title"] = dict(layout["title"])
         _font(layout["title"], "font", p.title, ink=True)
+    title_lines = _wrap_title(layout, p)
+    if title_lines > 1:  # hung from the figure's top, each further line pushing the plot down by its height
+        layout["title"] = {**layout["title"], **wrapped_title_place(p.title)}
+        grown = margin.get("t", 0) + (title_lines - 1) * TITLE_LINE_EM * p.title
+        margin["t"] = math.ceil(max(grown, title_lines * TITLE_LINE_EM * p.title + 24))
     legend = layout["legend"] = dict(layout.get("legend") or {})
     _font(legend, "font", p.text, ink=True)
     hover = layout["hoverlabel"] = dict(layout.get("hoverlabel") or {})
@@ -167,8 +207,16 @@ def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
             axis["dtick"] = 1
 
     if legend.get("orientation") == "h" and (legend.get("y") or 0) >= 1:  # above the plot: room under the title
-        margin["t"] = max(margin.get("t", 0), int(LINE_EM * p.title + 2 * LINE_EM * p.text + 16))
-        layout["title"] = {**(layout.get("title") or {}), "y": 1.0, "yref": "container", "yanchor": "top"}
+        margin["t"] = max(
+            margin.get("t", 0), int(max(title_lines, 1) * TITLE_LINE_EM * p.title + 2 * LINE_EM * p.text + 16)
+        )
+        layout["title"] = {
+            "pad": {"t": 8},
+            **(layout.get("title") or {}),
+            "y": 1.0,
+            "yref": "container",
+            "yanchor": "top",
+        }
     for note in _copied(layout, "annotations"):
         _font(note, "font", p.text)
 
@@ -244,6 +292,8 @@ def project_frames(frames: list[dict], data: list[dict], p: Projection = PROJECT
             if isinstance(layout.get("title"), dict):
                 layout["title"] = dict(layout["title"])
                 _font(layout["title"], "font", p.title, ink=True)
+                if _wrap_title(layout, p) > 1:
+                    layout["title"].update(wrapped_title_place(p.title))
         indices = frame.get("traces") or range(len(frame.get("data") or ()))
         frame["data"] = [dict(t) for t in frame.get("data") or ()]
         for trace, i in zip(frame["data"], indices, strict=False):

@@ -65,6 +65,17 @@ TOO_WIDE_JS = """() => {
 }"""
 
 
+# Each chart's title against its chart's box: Plotly cuts a title off at the figure's edge rather than wrap it, and
+# draws one of several lines anchored at its top partly above the figure (lineage.plots.present wraps and places them).
+TITLES_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].map(plot => {
+    const title = plot.querySelector('.gtitle');
+    if (!title || !title.textContent.trim()) return null;
+    const a = plot.getBoundingClientRect(), b = title.getBoundingClientRect();
+    return {text: title.textContent.trim().slice(0, 60), left: b.left - a.left, right: a.right - b.right,
+            top: b.top - a.top};
+}).filter(t => t)"""
+
+
 def open_presenting(page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stMain"] h1', timeout=LOAD_TIMEOUT_MS)
@@ -89,6 +100,9 @@ def check_screen(page, what: str, width: int, height: int) -> None:
     cells = page.evaluate(TABLE_TEXT_JS)
     small_cells = [c for c in cells if c["px"] < MIN_CHART_TEXT_PX]
     assert not small_cells, f"{what} at {width}×{height}: table text under {MIN_CHART_TEXT_PX} px: {small_cells[:5]}"
+    # a glyph box reaches ~2 px above the letters: a title hung 8 px from the top is drawn in full
+    cut = [t for t in page.evaluate(TITLES_JS) if min(t["left"], t["right"], t["top"]) < -4]
+    assert not cut, f"{what} at {width}×{height}: chart titles reaching past their chart's edge: {cut[:5]}"
     metrics = page.evaluate(METRIC_JS)
     small_numbers = [m for m in metrics if not m["px"] >= PRESENTER_PX["metric"]]
     assert not small_numbers, f"{what}: key numbers under {PRESENTER_PX['metric']} px: {small_numbers}"
@@ -139,3 +153,30 @@ def test_the_checks_see_what_normal_mode_draws(watched, server):
     assert_clean(watched, "/gpt2")
     open_presenting(page, f"{server.url}/")  # the home page's lineage table, at body size
     assert min(c["px"] for c in page.evaluate(TABLE_TEXT_JS)) < MIN_CHART_TEXT_PX
+
+
+def test_plotly_still_raises_a_title_of_several_lines_that_hangs_from_the_top(browser):
+    """The workaround of lineage.plots.present (MULTILINE_TITLE_RISE_EM) is still needed: plotly.js draws a two-line
+    title anchored at its top partly above the figure, and the pad the projection gives it brings it inside."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from lineage.plots.present import PROJECTION, wrapped_title_place
+
+    def title_top(place: dict) -> float:
+        title = {"text": "One line<br>and another", "font": {"size": PROJECTION.title}, **place}
+        fig = go.Figure(go.Scatter(y=[1, 2]), layout={"title": title, "margin": {"t": 150}, "height": 400})
+        page = browser.new_page()
+        try:
+            page.set_content(pio.to_html(fig, include_plotlyjs=True, full_html=True, div_id="fig"))
+            page.wait_for_selector("#fig .gtitle")
+            return page.evaluate(
+                "() => document.querySelector('#fig .gtitle').getBoundingClientRect().top"
+                " - document.getElementById('fig').getBoundingClientRect().top"
+            )
+        finally:
+            page.close()
+
+    plain = {**wrapped_title_place(PROJECTION.title), "pad": {"t": 8}}
+    assert title_top(plain) < -4, "plotly.js no longer raises such a title: drop MULTILINE_TITLE_RISE_EM"
+    assert title_top(wrapped_title_place(PROJECTION.title)) >= 0
