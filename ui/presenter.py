@@ -1,6 +1,7 @@
 """Presenter mode: each page as slides for the back of a room (the sidebar's toggle, or ``?present=1`` in the URL).
 
-Body text 24 px, titles and key numbers (``st.metric``) 48 px, every text in a chart ≥ 18 px, lines ≥ 3 px; the
+Body text 24 px, tables 20 px (a table of a dozen columns fits a 1280 px screen), titles and key numbers
+(``st.metric``) 48 px, every text in a chart ≥ 18 px, lines ≥ 3 px; the
 narrative folds into expanders (``ui.display.prose``), the caps of the controls into one line per page
 (``ui.controls.cap_notes``), tables into HTML tables the sizes reach (``ui.display.table``); the sidebar collapses (its
 open button stays) and the app's chrome is hidden. app.py sets it up before every page (:func:`presenter_setup`) and
@@ -15,7 +16,16 @@ from lineage.plots.present import Projection, set_projection
 
 PRESENT_KEY = "present"
 # Each at least Streamlit's own size (h1 44 px, h2 36 px, body 16 px): presenter mode never shrinks anything.
-PRESENTER_PX = {"body": 24, "title": 48, "heading": 36, "metric": 48, "tick": 18, "chart_title": 32, "chart_text": 20}
+PRESENTER_PX = {
+    "body": 24,
+    "table": 20,
+    "title": 48,
+    "heading": 36,
+    "metric": 48,
+    "tick": 18,
+    "chart_title": 32,
+    "chart_text": 20,
+}
 PROJECTION = Projection(text=PRESENTER_PX["chart_text"], tick=PRESENTER_PX["tick"], title=PRESENTER_PX["chart_title"])
 CAPS_NOTE_KEY = "_caps_note"  # this run's one caps note in presenter mode (ui.controls.cap_notes): its slot, its notes
 
@@ -52,6 +62,13 @@ div[data-testid="stDecoration"] {{
 .stApp input, .stApp textarea, .stApp div[data-baseweb="select"] div {{
   font-size: {PRESENTER_PX["body"]}px !important;
 }}
+/* tables a size under the body's, with less padding: the Memory lab's comparison of 12 columns fits 1,120 px */
+.stApp td, .stApp th, .stApp td *, .stApp th * {{
+  font-size: {PRESENTER_PX["table"]}px !important; padding: 0.35em 0.45em !important;
+}}
+/* a link in a table cell (the ledger's sources) may break anywhere: one long address would widen its column until
+   the table ran off a 1280 px screen */
+.stApp td a {{ overflow-wrap: anywhere; word-break: break-all; }}
 /* one compact row of controls */
 .stApp div[data-testid="stSlider"] {{ padding-bottom: 0 !important; }}
 </style>

@@ -30,16 +30,18 @@ STEP_PAGE = "gla"  # a quick stage page for the step keys and the export
 STEP_T = 8  # its sequence length, kept short so each rerun is quick
 
 # The size every text node is drawn at (the computed size of its parent element: a heading's words sit in a <span>,
-# so the <h1> element's own size says nothing), and the Plotly tick labels (SVG text with an inline font-size).
+# so the <h1> element's own size says nothing), and the Plotly tick labels (SVG text with an inline font-size). Text
+# in a table counts as table text, not prose (presenter mode sets tables a size under the body's).
 MEASURE_JS = """() => {
     const main = document.querySelector('[data-testid="stMain"]');
-    const drawnSizes = (roots) => {
+    const drawnSizes = (roots, inTables = false) => {
         const sizes = [];
         for (const root of roots) {
             const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
             for (let node = walker.nextNode(); node; node = walker.nextNode()) {
                 const el = node.parentElement;
                 if (!node.textContent.trim() || !el.getClientRects().length || el.closest('code')) continue;
+                if (Boolean(el.closest('td, th')) !== inTables) continue;
                 sizes.push(parseFloat(getComputedStyle(el).fontSize));
             }
         }
@@ -54,6 +56,7 @@ MEASURE_JS = """() => {
     const expand = document.querySelector('[data-testid="stExpandSidebarButton"]');
     return {
         prose: drawnSizes(prose),
+        tables: drawnSizes([...main.querySelectorAll('table')], true),
         h1: drawnSizes([...main.querySelectorAll('h1')]),
         ticks,
         sidebarWidth: sidebar.getBoundingClientRect().width,
@@ -164,6 +167,8 @@ def test_presenter_mode_enlarges_text_and_collapses_the_sidebar(watched, server,
     big = page.evaluate(MEASURE_JS)
     assert big["prose"] and big["h1"] and big["ticks"], f"nothing measured: {big}"
     assert min(big["prose"]) >= PRESENTER_PX["body"] >= 24, f"prose sizes {sorted(set(big['prose']))}"
+    assert min(big["tables"], default=PRESENTER_PX["table"]) >= PRESENTER_PX["table"] >= 20, sorted(set(big["tables"]))
+    assert big["tables"] or url_path, "the home page's lineage table was not measured"
     assert min(big["h1"]) >= 32, f"title drawn at {sorted(set(big['h1']))} px"
     assert min(big["ticks"]) >= 18, f"tick labels {sorted(set(big['ticks']))} px"
     assert big["sidebarCollapsed"] == "true" and big["sidebarWidth"] == 0, big
@@ -265,6 +270,7 @@ def test_the_tour_keeps_presenter_mode(watched, server):
     assert (query(page).get("present"), query(page).get("seed")) == ("1", "3"), page.url
     sizes = page.evaluate(MEASURE_JS)
     assert min(sizes["prose"]) >= PRESENTER_PX["body"] and min(sizes["h1"]) >= 32, sizes
+    assert min(sizes["tables"], default=PRESENTER_PX["table"]) >= PRESENTER_PX["table"], sizes["tables"]
     assert min(sizes["ticks"]) >= 18, sizes["ticks"]
     assert sizes["sidebarWidth"] == 0, "the sidebar opened on the next stage"
     assert_clean(watched, "the tour in presenter mode")

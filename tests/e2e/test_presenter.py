@@ -76,6 +76,16 @@ TITLES_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-p
 }).filter(t => t)"""
 
 
+# Tables wider than the column they sit in: the page does not scroll, but the table's own box does, and a slide shows
+# a cut table.
+WIDE_TABLES_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] table')]
+    .filter(t => t.getBoundingClientRect().width > 0)
+    .map(t => ({width: Math.round(t.scrollWidth), box: Math.round(t.closest('[data-testid="stMarkdownContainer"]')
+        ?.getBoundingClientRect().width ?? t.parentElement.getBoundingClientRect().width),
+        first: (t.querySelector('th')?.innerText || '').slice(0, 30)}))
+    .filter(t => t.width > t.box + 1)"""
+
+
 def open_presenting(page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stMain"] h1', timeout=LOAD_TIMEOUT_MS)
@@ -103,6 +113,8 @@ def check_screen(page, what: str, width: int, height: int) -> None:
     # a glyph box reaches ~2 px above the letters: a title hung 8 px from the top is drawn in full
     cut = [t for t in page.evaluate(TITLES_JS) if min(t["left"], t["right"], t["top"]) < -4]
     assert not cut, f"{what} at {width}×{height}: chart titles reaching past their chart's edge: {cut[:5]}"
+    wide_tables = page.evaluate(WIDE_TABLES_JS)
+    assert not wide_tables, f"{what} at {width}×{height}: tables wider than their column: {wide_tables}"
     metrics = page.evaluate(METRIC_JS)
     small_numbers = [m for m in metrics if not m["px"] >= PRESENTER_PX["metric"]]
     assert not small_numbers, f"{what}: key numbers under {PRESENTER_PX['metric']} px: {small_numbers}"
