@@ -113,7 +113,7 @@ def html_table(
         f"<th>{html.escape(labels.get(c, str(c)))}</th>" for c in df.columns
     ]
     rows = []
-    for name, row in df.iterrows():
+    for name, row in zip(df.index, df.to_dict("records"), strict=True):  # iterrows would make a row's ints floats
         first = [f"<th>{html.escape(str(name))}</th>"] if index else []
         rows.append("<tr>" + "".join(first + [cell(c, row[c]) for c in df.columns]) + "</tr>")
     return (

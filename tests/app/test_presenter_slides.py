@@ -85,3 +85,14 @@ def test_an_html_table_escapes_what_it_shows():
     out = html_table(df, formats={"cache bytes": lambda v: f"{v / 1e6:.1f} MB"}, exact={"cache bytes": str})
     assert "<script>" not in out and "&lt;script&gt;" in out
     assert '<td title="1234567.0">1.2 MB</td>' in out and "<td></td>" in out
+
+
+def test_an_html_table_keeps_each_column_s_type_in_a_row_of_mixed_types():
+    """A whole-number column beside a float column is written as whole numbers, as the sortable table shows it (a
+    row taken as one Series turned 48 into 48.0, and the lab's formats wrote "48.00")."""
+    from lineage.lab.common import people_formats
+
+    df = pd.DataFrame({"holds N": [48, 16], "error": [0.5, 1.25], "stored": [1536, 256]}, index=["a", "b"])
+    out = html_table(df, formats=people_formats(df), index=True)
+    assert "<td>48</td>" in out and "<td>1,536</td>" in out and "<td>1.25</td>" in out, out
+    assert ".00</td>" not in out
