@@ -714,12 +714,22 @@ def rising_lines(rows: Sequence[Summary], x_of) -> dict[str, list[bool]]:
     return out
 
 
+def repo_relative(command: str) -> str:
+    """A recorded command with its absolute paths to the repository's data/ (the recording checkout's) written from
+    the repository's root, as the commands run here: the same command however its session spelt the path."""
+    return " ".join(
+        "data/" + word.split("/data/", 1)[1] if word.startswith("/") and "/data/" in word else word
+        for word in command.split(" ")
+    )
+
+
 def capacity_caption(results: Sequence[dict], grid_points: int, cluster_points: int) -> str:
     """Where the capacity record's points come from: how many of its grid's, which machine, sessions and load, the
     command that resumes it, and what is left for the cluster grid."""
     sessions = sorted({r["run"]["started"]: r["run"] for r in results}.items())
-    commands = list(dict.fromkeys(r["run"]["command"] for r in results))
+    commands = list(dict.fromkeys(repo_relative(r["run"]["command"]) for r in results))
     run = sessions[0][1]
+    runners = " and ".join(dict.fromkeys(r["run"]["runner"] for r in results))
     first = results[0]["result"]
     left = grid_points - len(results)
     rest = (
@@ -729,7 +739,7 @@ def capacity_caption(results: Sequence[dict], grid_points: int, cluster_points: 
     )
     return (
         f"{len(results)} points of the {grid_points} in data/learned_memory_capacity_grid.json, recorded on "
-        f"{run['machine']} ({run['cpu_count']} cores, {run['runner']}, {first['threads']} torch thread per point, "
+        f"{run['machine']} ({run['cpu_count']} cores, {runners}, {first['threads']} torch thread per point, "
         f"load average {run['load_average'][0]:.1f} when it started: other work shared the machine), device "
         f"{first['device']}, torch {first['torch_version']}, in {len(sessions)} session"
         f"{'s' if len(sessions) != 1 else ''} from {sessions[0][0]}, with "
