@@ -122,11 +122,13 @@ if preset == "custom":
     )
     schedule = run_or_stop(hybrid.periodic_schedule, n_layers, every)
     spec = footprints.kimi_linear_spec(schedule)
+    shown = spec.name  # its name counts the layers already
 else:
     spec = K3 if preset == "k3" else KIMI
     schedule = spec.layer_kinds
+    shown = f"{spec.name}, {len(schedule)} layers"
 chart(
-    plots.layer_schedule_strip(schedule, title=f"Where the MLA layers sit: {spec.name}, {len(schedule)} layers"),
+    plots.layer_schedule_strip(schedule, title=f"Where the MLA layers sit: {shown}"),
     key="hybrid_schedule_strip",
     alt="A strip of cells, one per layer: MLA layers (a cache that grows) in one colour with their positions, KDA "
     "layers (a fixed state) in another.",

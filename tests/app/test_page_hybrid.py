@@ -86,3 +86,15 @@ def test_choosing_kimi_k3_decodes_the_most_tokens_its_93_layers_may_instead_of_r
     cold = run_page("hybrid", hybrid_schedule="k3")  # a fresh session opening on K3
     assert not cold.error and cold.slider(key="hybrid_T").value == fits
     assert len(figure(cold, "Bytes each layer holds while decoding")["frames"]) == fits
+
+
+def test_the_schedule_strip_names_its_layer_count_once():
+    """A custom stack's name already counts its layers ("Kimi Linear shapes, 8 layers (2 MLA)"): the strip's title
+    says it once; a preset's name does not, and the title adds it."""
+    at = run_page("hybrid", hybrid_T=4)
+    title = figure(at, "Where the MLA layers sit")["layout"]["title"]["text"]
+    assert title == "Where the MLA layers sit: Kimi Linear shapes, 8 layers (2 MLA)", title
+    at.radio(key="hybrid_schedule").set_value("k3")
+    rerun(at)
+    title = figure(at, "Where the MLA layers sit")["layout"]["title"]["text"]
+    assert title == "Where the MLA layers sit: Kimi K3, 93 layers", title
