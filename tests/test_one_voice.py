@@ -34,8 +34,8 @@ def traces(story):
     return {m: claims.trace_story(m, story) for m in STAGES}
 
 
-def _line(name, y, colour, **kw):
-    x = list(range(len(y)))
+def _line(name, y, colour, x=None, **kw):
+    x = list(range(len(y))) if x is None else list(x)
     return dict(type="scatter", mode="lines", x=x, y=list(y), name=name, line=dict(color=colour), **kw)
 
 
@@ -78,6 +78,30 @@ def test_the_hidden_line_check_fails_coinciding_lines_until_they_say_so():
     drawn, notes = spread_coinciding({"first": a, "second": b}, offset=0.04)
     assert not np.allclose(drawn["first"], drawn["second"]) and "same line as second" in notes["first"]
     assert not figure_problems(dict(data=[_line("other", [0, 2, 3, 4, 5], grey), data[0]]))  # apart: fine
+
+
+def test_lines_that_share_most_points_but_part_say_where_they_part():
+    """Gated DeltaNet-2's reads: the same as KDA's for 25 of 32 steps, apart on the last 7, where the page makes its
+    point; the names say "except at 25–31", and a line the same at every point just "same line as"."""
+    x = np.arange(32)
+    kda = np.r_[np.zeros(17), np.ones(8), np.full(7, 0.5)]
+    gdn2 = np.r_[np.zeros(17), np.ones(8), np.zeros(7)]
+    grey = palette.SERIES_STYLES[0][0]
+    named = name_coinciding(
+        [_line("kda", kda, grey, x=x), _line("gdn2", gdn2, grey, x=x), _line("twin", kda, grey, x=x)]
+    )
+    assert [t["name"] for t in named] == [
+        "kda (same line as gdn2 except at 25–31, twin)",
+        "gdn2 (same line as kda except at 25–31, twin except at 25–31)",
+        "twin (same line as kda, gdn2 except at 25–31)",
+    ]
+    assert not figure_problems(dict(data=named))
+    _, notes = spread_coinciding({"kda": kda, "gdn2": gdn2}, offset=0.04)
+    assert notes["kda"] == "same line as gdn2 except at 25–31; drawn apart"
+    labels = np.array([f"t{i}" for i in range(32)])  # an axis of words: the points are counted
+    assert name_coinciding([_line("a", kda, grey, x=labels), _line("b", gdn2, grey, x=labels)])[0]["name"] == (
+        "a (same line as b except at 7 of 32 points)"
+    )
 
 
 def _story_figure(run, story, columns=None):

@@ -124,16 +124,40 @@ def _lines(fig: dict) -> list[tuple[int, dict, np.ndarray, np.ndarray]]:
     return out
 
 
+def _equal_points(y1: np.ndarray, y2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(where both lines have a value, where those values are equal to rounding), per point."""
+    both = np.isfinite(y1) & np.isfinite(y2)
+    scale = max(float(np.nanmax(np.abs(np.concatenate([y1[both], y2[both]])))), 1e-12) if both.any() else 1.0
+    return both, both & (np.abs(np.where(both, y1 - y2, 0.0)) <= 1e-6 * scale)
+
+
 def coinciding(x1, y1, x2, y2) -> bool:
     """Whether two lines share most of their points (at equal x, equal y), on at least MIN_POINTS points."""
     if len(x1) != len(x2) or not np.array_equal(np.asarray(x1).astype(str), np.asarray(x2).astype(str)):
         return False
-    both = np.isfinite(y1) & np.isfinite(y2)
+    both, same = _equal_points(y1, y2)
     if both.sum() < MIN_POINTS:
         return False
-    scale = max(float(np.nanmax(np.abs(np.concatenate([y1[both], y2[both]])))), 1e-12)
-    same = np.abs(y1[both] - y2[both]) <= 1e-6 * scale
-    return bool(same.mean() >= COINCIDE_SHARE)
+    return bool(same[both].mean() >= COINCIDE_SHARE)
+
+
+def parting(x, y1, y2) -> str:
+    """Where two coinciding lines part, for the words that name them: " except at 25–31" (runs of x where their
+    values differ; a count of points for an axis that is not numbers), or "" where they never do. A line that
+    stands for another on most points but leaves it where the chart makes its point must not read as the same line."""
+    _, same = _equal_points(np.asarray(y1, dtype=np.float64), np.asarray(y2, dtype=np.float64))
+    apart = np.flatnonzero(~same)
+    if not apart.size:
+        return ""
+    xs = np.asarray(x)
+    if not np.issubdtype(xs.dtype, np.number):
+        return f" except at {apart.size} of {len(xs)} points"
+    runs, start = [], apart[0]
+    for a, b in zip(apart, [*apart[1:], None], strict=True):
+        if b is None or b != a + 1:
+            runs.append(f"{xs[start]:g}" if start == a else f"{xs[start]:g}–{xs[a]:g}")
+            start = b
+    return " except at " + ", ".join(runs)
 
 
 def hidden_line_problems(fig) -> list[str]:
@@ -186,9 +210,10 @@ def spread_coinciding(
     for g in groups:
         if len(g) < 2:
             continue
+        xs = np.arange(len(ys[g[0]])) if x is None else x
         for j, n in enumerate(g):
             drawn[n] = ys[n] + (j - (len(g) - 1) / 2) * offset
-            notes[n] = f"{SAYS_SO} {', '.join(m for m in g if m != n)}; drawn apart"
+            notes[n] = f"{SAYS_SO} {', '.join(m + parting(xs, ys[n], ys[m]) for m in g if m != n)}; drawn apart"
     return drawn, notes
 
 
@@ -203,8 +228,9 @@ def name_coinciding(data: list[dict]) -> list[dict]:
             i, ti, xi, yi = lines[a]
             j, tj, xj, yj = lines[b]
             if _axes(ti) == _axes(tj) and coinciding(xi, yi, xj, yj):
-                others.setdefault(i, []).append(str(tj.get("name")))
-                others.setdefault(j, []).append(str(ti.get("name")))
+                apart = parting(xi, yi, yj)
+                others.setdefault(i, []).append(str(tj.get("name")) + apart)
+                others.setdefault(j, []).append(str(ti.get("name")) + apart)
     out = []
     for i, trace in enumerate(data):
         if i in others:
