@@ -132,6 +132,13 @@ def human_bytes(n) -> str:
     return "" if n is None or pd.isna(n) else plots.format_bytes(n)
 
 
+def human_ms(v) -> str:
+    """A time floor in ms to three figures, kept when they end in zero (22.0, 11.5, 2.53), whole from 100 up."""
+    if v is None or pd.isna(v):
+        return ""
+    return f"{v:,.0f}" if v >= 100 else f"{v:#.3g}"
+
+
 def human_tokens(n) -> str:
     """A context length as models name it (powers of two): 1,048,576 -> "1M", 163,840 -> "160K"."""
     if n is None or pd.isna(n):
@@ -256,7 +263,7 @@ if view is not None:
     table = view["table"]
     # Human units in the cells (the exact counts stay the table's values: copy a cell, or see them below)
     shown = {c: human_bytes for c in table.columns if "bytes" in c}
-    shown |= {c: "{:.4g}".format for c in table.columns if "ms/token" in c}
+    shown |= {c: human_ms for c in table.columns if "ms/token" in c}
     shown["released context (tokens)"] = human_tokens
     exact = {c: (lambda v: f"{int(v):,} bytes") for c in shown if "bytes" in c}  # on hover, in presenter mode
     show_table(

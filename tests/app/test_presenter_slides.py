@@ -74,6 +74,19 @@ def test_tables_become_projector_sized_html_with_exact_bytes_on_hover():
         assert int(exact.replace(",", "")) >= 0 and ("B" in shown), (exact, shown)
 
 
+def test_the_time_floors_read_to_three_figures_in_every_row():
+    """Memory & cost's floors, as a slide shows them: three figures each, a trailing zero kept ("22.0", not "22" beside
+    "11.54"), read back to the table's value."""
+    presenting = run_page("memory_cost", **{PRESENT_KEY: True})
+    table = next(m.value for m in presenting.markdown if "<table" in m.value)
+    head = re.findall(r"<th>([^<]*)</th>", table)
+    col = head.index("floor, ms/token")
+    rows = [re.findall(r"<td[^>]*>([^<]*)</td>", r) for r in re.findall(r"<tr>(.*?)</tr>", table)[1:]]
+    floors = [r[col] for r in rows]
+    assert len(floors) >= 5 and all(re.fullmatch(r"\d{1,2}\.\d+|0\.\d+|\d[\d,]{2,}", f) for f in floors), floors
+    assert all(len(f.replace(".", "").lstrip("0")) == 3 for f in floors if float(f.replace(",", "")) < 100), floors
+
+
 def test_the_memory_lab_tables_are_html_when_presenting():
     presenting = run_page("memory_lab", **{PRESENT_KEY: True})
     assert not presenting.dataframe
