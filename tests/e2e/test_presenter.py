@@ -86,6 +86,13 @@ WIDE_TABLES_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] 
     .filter(t => t.width > t.box + 1)"""
 
 
+# Text cut off with an ellipsis: an element that ends its text in "…" and holds more than it shows.
+CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')]
+    .filter(e => getComputedStyle(e).textOverflow === 'ellipsis' && e.scrollWidth > e.clientWidth + 1
+        && e.innerText.trim() && e.getBoundingClientRect().width > 0)
+    .map(e => `${e.tagName.toLowerCase()}: ${e.innerText.trim().slice(0, 40)} (${e.scrollWidth} > ${e.clientWidth})`)"""
+
+
 def open_presenting(page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stMain"] h1', timeout=LOAD_TIMEOUT_MS)
@@ -113,6 +120,8 @@ def check_screen(page, what: str, width: int, height: int) -> None:
     # a glyph box reaches ~2 px above the letters: a title hung 8 px from the top is drawn in full
     cut = [t for t in page.evaluate(TITLES_JS) if min(t["left"], t["right"], t["top"]) < -4]
     assert not cut, f"{what} at {width}×{height}: chart titles reaching past their chart's edge: {cut[:5]}"
+    cut_text = page.evaluate(CUT_TEXT_JS)
+    assert not cut_text, f"{what} at {width}×{height}: text cut off with an ellipsis: {cut_text[:5]}"
     wide_tables = page.evaluate(WIDE_TABLES_JS)
     assert not wide_tables, f"{what} at {width}×{height}: tables wider than their column: {wide_tables}"
     metrics = page.evaluate(METRIC_JS)
