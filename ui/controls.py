@@ -4,6 +4,7 @@ step control of the page's animations. Every maximum comes from ``ui.caps.caps()
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import streamlit as st
@@ -45,6 +46,21 @@ def controls_row(spec: int | Sequence[float], *, caps: Sequence[str] = ()) -> li
     return columns
 
 
+REASON = "so every run stays fast for everyone"  # why every cap is there: said once in a line of caps
+_REASON_SAID = re.compile(r"(?:\s*\(|,\s*|\s+)" + re.escape(REASON) + r"\)?")
+
+
+def without_reason(note: str) -> str:
+    """A cap note without its reason (:data:`REASON`): "T is capped at 64 on cpu." """
+    return _REASON_SAID.sub("", note)
+
+
+def joined_caps(notes: Sequence[str]) -> str:
+    """Cap notes as one line, their shared reason (:data:`REASON`) said once, by the last note that gives it."""
+    giving = [i for i, n in enumerate(notes) if REASON in n]
+    return " ".join(n if not giving or i == giving[-1] else without_reason(n) for i, n in enumerate(notes))
+
+
 def cap_notes(notes: Sequence[str]) -> None:
     """The caps of a page's controls as one line: under the row of controls normally, and in presenter mode once per
     page — every later call adds its notes to the line the first call placed, instead of a line under every row."""
@@ -52,18 +68,18 @@ def cap_notes(notes: Sequence[str]) -> None:
     if not notes:
         return
     if not presenter_mode():
-        st.caption(" ".join(notes))
+        st.caption(joined_caps(notes))
         return
     note = st.session_state.get(CAPS_NOTE_KEY)
     if note is None:
         note = st.session_state[CAPS_NOTE_KEY] = {"slot": st.empty(), "notes": []}
     note["notes"] += [n for n in notes if n not in note["notes"]]
-    note["slot"].caption(" ".join(note["notes"]))
+    note["slot"].caption(joined_caps(note["notes"]))
 
 
 def cap_note(name: str, cap: int) -> str:
     """The text shown next to a capped control."""
-    return f"{name} is capped at {cap:,} on {device_info().type} (so every run stays fast for everyone)."
+    return f"{name} is capped at {cap:,} on {device_info().type} ({REASON})."
 
 
 def run_cost_note(what: str, cost: Cost, budget: Cost) -> str:
@@ -71,8 +87,7 @@ def run_cost_note(what: str, cost: Cost, budget: Cost) -> str:
     return (
         f"{what}: about {format_bytes(cost.bytes)} and {cost.seconds:.2f} s; one run may take up to "
         f"{format_bytes(budget.bytes)} and "
-        f"{budget.seconds:.1f} s on {device_info().type} (measured costs, `ui/caps.py`), so every run stays fast for "
-        "everyone."
+        f"{budget.seconds:.1f} s on {device_info().type} (measured costs, `ui/caps.py`), {REASON}."
     )
 
 

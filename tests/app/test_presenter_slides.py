@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from tests.app.util import figures, run_page
+from ui.controls import REASON, cap_note, joined_caps
 from ui.display import html_table
 from ui.presenter import PRESENT_KEY, PROJECTION
 
@@ -38,7 +39,17 @@ def test_caps_are_one_line_per_page_in_presenter_mode():
     assert len(normal) == 2, normal
     presenting = cap_captions(run_page("memory_lab", **{PRESENT_KEY: True}))
     assert len(presenting) == 1, presenting
-    assert all(note in presenting[0] for note in normal)
+    assert presenting[0] == joined_caps(normal), "both notes, their shared reason said once"
+    assert presenting[0].count(REASON) == 1 and all(n.count(REASON) == 1 for n in normal)
+
+
+def test_a_line_of_caps_gives_their_reason_once_at_its_end():
+    notes = [cap_note("T", 64), cap_note("Heads", 8), "Seed 3: every page's."]
+    line = joined_caps(notes)
+    assert line.count(REASON) == 1 and line.index(REASON) > line.index("Heads is capped at 8")
+    assert line.startswith("T is capped at 64 on ") and ". Heads is capped at 8 on " in line
+    assert line.endswith(f"({REASON}). Seed 3: every page's.")
+    assert joined_caps(["No reason here."]) == "No reason here."
 
 
 def test_a_row_of_controls_notes_its_caps_once():
