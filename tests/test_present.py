@@ -102,6 +102,21 @@ def test_cell_numbers_are_dropped_where_they_cannot_fit(n_panels, rows, cols, ke
     assert all(t.hovertemplate for t in fig.data)  # the values stay one hover away
 
 
+@pytest.mark.parametrize(("categories", "side_by_side", "kept"), [(3, 1, True), (9, 3, False), (9, 1, True)])
+def test_bar_labels_are_dropped_where_they_run_into_each_other(categories, side_by_side, kept):
+    """The Memory lab's overwrite bars: 9 mechanisms × 3 grouped bars leave each bar ≈ 30 px at 1280×720, too narrow
+    for "0.50" at 18 px ("0.500.50" on the slide); one bar a category has the room. The hover keeps the values."""
+    names = [f"mechanism {i}" for i in range(categories)]
+    bars = [
+        go.Bar(x=names, y=[0.5] * categories, text=["0.50"] * categories, textposition="outside", name=f"b{j}")
+        for j in range(side_by_side)
+    ]
+    fig = for_projection(go.Figure(data=bars, layout=dict(barmode="group")))
+    assert all((t.text is not None) is kept for t in fig.data), [t.text for t in fig.data]
+    if kept:
+        assert all(t.textfont.size >= PROJECTION.tick for t in fig.data)
+
+
 def test_builders_project_only_inside_the_block():
     """The builders apply the active projection as they build, and draw for a screen again after the block."""
     series = {"a": np.arange(5.0)}

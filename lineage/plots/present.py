@@ -172,6 +172,22 @@ def _wrap_title(layout: dict, p: Projection) -> int:
     return title["text"].count("<br>") + 1
 
 
+def bar_text_fits(trace: dict, data: list[dict], layout: dict, *, tick_px: float, width_px: int) -> bool:
+    """Whether a bar trace's labels, drawn at ``tick_px``, fit its bars' width in a figure ``width_px`` wide (bars
+    grouped side by side share their category's width; horizontal bars have the room of their length)."""
+    x, text = trace.get("x"), trace.get("text")
+    if trace.get("orientation") == "h" or x is None or text is None or not len(x):
+        return True
+    ref = trace.get("xaxis", "x")
+    grouped = layout.get("barmode") == "group"
+    side_by_side = sum(t.get("type") == "bar" and t.get("xaxis", "x") == ref for t in data) if grouped else 1
+    m = layout.get("margin") or {}
+    x0, x1 = _domain(layout, ref)
+    bar_px = (width_px - m.get("l", 80) - m.get("r", 80)) * (x1 - x0) / len(x) * (1 - layout.get("bargap", 0.2))
+    chars = max((len(str(t)) for t in np.asarray(text, dtype=object).ravel()), default=0)
+    return bar_px / max(side_by_side, 1) >= chars * GLYPH_EM * tick_px + CELL_PAD_PX
+
+
 def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
     """Raise every text of a figure (its traces and layout as plain dicts, changed in place) to projector sizes —
     never lowering one —, thicken thin lines, give bigger text the room it needs and the figure that much height."""
@@ -254,8 +270,8 @@ def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
 
 
 def _project_traces(data: list[dict], layout: dict, p: Projection) -> None:
-    """:func:`project` on the traces: colour bars, cell and bar texts at projector sizes (a heatmap's cell text
-    dropped where it no longer fits its cell), lines thickened."""
+    """:func:`project` on the traces: colour bars, cell and bar texts at projector sizes (a heatmap's cell text, or a
+    bar's label, dropped where it no longer fits its cell or bar), lines thickened."""
     for trace in data:
         kind = trace.get("type", "scatter")
         marker = trace.get("marker") or {}
@@ -273,6 +289,8 @@ def _project_traces(data: list[dict], layout: dict, p: Projection) -> None:
         fits = kind != "heatmap" or cell_text_fits(trace, layout, tick_px=p.tick, width_px=p.width_px)
         if trace.get("texttemplate") and not fits:
             trace["texttemplate"] = ""
+        if kind == "bar" and not bar_text_fits(trace, data, layout, tick_px=p.tick, width_px=p.width_px):
+            trace["text"], trace["textposition"] = None, "none"  # labels run into each other: the hover keeps them
         if kind == "scatter" and "lines" in trace.get("mode", "lines"):
             line = trace["line"] = dict(trace.get("line") or {})
             line["width"] = max(p.min_line, (line.get("width") or 2.0) + 1.0)
