@@ -212,6 +212,19 @@ def test_a_title_too_long_for_the_projected_width_is_wrapped_and_the_plot_keeps_
     assert short.layout.title.text == "t" and short.layout.title.yanchor is None, "a short title is left as it is"
 
 
+def test_a_legend_entry_too_long_for_the_projected_width_is_wrapped():
+    """Gated DeltaNet-2's reads name each line with where it parts from the others: ~150 characters, past a
+    projected chart's edge on one line."""
+    long = (
+        "KDA: tea (same line as Gated DeltaNet-2: tea except at 25–31, Gated DeltaNet-2: coffee except at 17–24, " * 2
+    )
+    fig = for_projection(go.Figure([go.Scatter(y=[1, 2, 3], name=long.strip()), go.Scatter(y=[3, 2, 1], name="b")]))
+    lines = fig.data[0].name.split("<br>")
+    assert len(lines) >= 2 and " ".join(lines) == long.strip()
+    assert all(len(line) * TITLE_EM * PROJECTION.text <= PROJECTION.width_px - 80 for line in lines)
+    assert fig.data[1].name == "b"
+
+
 def test_a_title_with_its_own_markup_is_left_alone():
     marked = "x" * 80 + "<sup>2</sup>"
     assert wrapped_title(marked, PROJECTION.title, PROJECTION.width_px) == marked

@@ -93,6 +93,22 @@ CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')
     .map(e => `${e.tagName.toLowerCase()}: ${e.innerText.trim().slice(0, 40)} (${e.scrollWidth} > ${e.clientWidth})`)"""
 
 
+# Chart texts that reach past their chart's edge (an axis title cut by the margin, a label past the side).
+OUTSIDE_JS = """() => {
+    const out = [];
+    for (const plot of document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')) {
+        const box = plot.getBoundingClientRect();
+        for (const t of plot.querySelectorAll('svg text')) {
+            const r = t.getBoundingClientRect();
+            if (!t.textContent.trim() || r.width === 0 || getComputedStyle(t).visibility === 'hidden') continue;
+            const past = Math.max(box.left - r.left, r.right - box.right, box.top - r.top, r.bottom - box.bottom);
+            if (past > 4) out.push(`${t.textContent.trim().slice(0, 40)} (${Math.round(past)} px past)`);
+        }
+    }
+    return out;
+}"""
+
+
 def open_presenting(page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stMain"] h1', timeout=LOAD_TIMEOUT_MS)
@@ -120,6 +136,8 @@ def check_screen(page, what: str, width: int, height: int) -> None:
     # a glyph box reaches ~2 px above the letters: a title hung 8 px from the top is drawn in full
     cut = [t for t in page.evaluate(TITLES_JS) if min(t["left"], t["right"], t["top"]) < -4]
     assert not cut, f"{what} at {width}×{height}: chart titles reaching past their chart's edge: {cut[:5]}"
+    outside = page.evaluate(OUTSIDE_JS)
+    assert not outside, f"{what} at {width}×{height}: chart text past its chart's edge: {outside[:6]}"
     cut_text = page.evaluate(CUT_TEXT_JS)
     assert not cut_text, f"{what} at {width}×{height}: text cut off with an ellipsis: {cut_text[:5]}"
     wide_tables = page.evaluate(WIDE_TABLES_JS)
