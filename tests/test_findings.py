@@ -244,10 +244,11 @@ def test_the_capacity_caption_counts_the_points_names_the_rule_and_the_cluster_g
     assert "(3,768 points in all) are the cluster grid's" in said
     # a later session, run from another directory with two workers: the same command from the root, both pools named
     later = {**run, "started": "2026-12-03T10:00:00+00:00", "runner": "local pool of 2"}
-    later["command"] = "python -m lineage sweep /srv/x/data/g.json --out /srv/x/data/r.jsonl --workers 2"
+    grid, record = findings.CAPACITY_GRID.name, findings.CAPACITY_RECORD.name
+    later["command"] = f"python -m lineage sweep /srv/x/data/{grid} --out /srv/x/data/{record} --workers 2"
     said = findings.capacity_caption([*lines, {**lines[0], "run": later}], 30, 3768)
     assert "(2 cores, local pool of 1 and local pool of 2," in said
-    assert "`python -m lineage sweep data/g.json --out data/r.jsonl --workers 2`" in said and "/srv/x" not in said
+    assert f"`python -m lineage sweep data/{grid} --out data/{record} --workers 2`" in said and "/srv/x" not in said
 
 
 def test_the_zoology_check_follows_the_numbers():

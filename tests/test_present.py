@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import pytest
 
 from lineage import plots
-from lineage.plots.core import Panel
+from lineage.plots.core import FONT, SCREEN_LEGEND_PX, Panel
 from lineage.plots.present import (
     PROJECTION,
     TITLE_EM,
@@ -222,6 +222,17 @@ def test_a_legend_entry_too_long_for_the_projected_width_is_wrapped():
     lines = fig.data[0].name.split("<br>")
     assert len(lines) >= 2 and " ".join(lines) == long.strip()
     assert all(len(line) * TITLE_EM * PROJECTION.text <= PROJECTION.width_px - 80 for line in lines)
+    assert fig.data[1].name == "b"
+
+
+def test_on_a_screen_a_legend_entry_wraps_to_a_laptop_s_chart_too():
+    """Outside presenter mode the builders wrap an entry for the legend a 1280×800 laptop with the sidebar open has
+    (``SCREEN_LEGEND_PX`` at the house font): the same entry ran past the chart there."""
+    long = "Gated DeltaNet-2: tea (same line as KDA: tea except at 25–31, KDA: coffee except at 17–24), " * 2
+    fig = plots.over_time({long.strip(): np.arange(5.0), "b": np.ones(5)}, title="t", y_title="y")
+    lines = fig.data[0].name.split("<br>")
+    assert len(lines) >= 2 and " ".join(lines) == long.strip()
+    assert all(len(line) * TITLE_EM * FONT["size"] <= SCREEN_LEGEND_PX for line in lines)
     assert fig.data[1].name == "b"
 
 

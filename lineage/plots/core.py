@@ -48,6 +48,8 @@ SEQUENTIAL = "Viridis"  # perceptually uniform, colour-blind-safe, lightness ris
 FRAME_MS = 500
 # Near-black rather than the template's slate (#2a3f5f): chart text keeps its contrast on a washed-out screen too.
 FONT = dict(family="Inter, system-ui, sans-serif", size=14, color="#1a1a1a")
+# The room a chart's legend has on a laptop (1280×800) with the sidebar open: the main column less the margins
+SCREEN_LEGEND_PX = 760
 CONTROLS_PX = 52  # Play/Pause and the step slider start this far below the plot area: past the x ticks and title
 PANEL_GAP = 0.18  # paper fraction between panels: a colour bar and the next panel's axis labels, at 1280×800 too
 SUBPLOT_TITLE_FONT = dict(size=16)  # make_subplots' size for panel titles
@@ -127,6 +129,7 @@ def figure(data: Sequence[dict] = (), layout: dict | None = None, frames: Sequen
         present.project_frames(frames, data, p)  # and to what each frame shows while it plays
     else:
         _ink(data, layout)
+        present.wrap_legend(data, FONT["size"], SCREEN_LEGEND_PX)
     return go.Figure(data=data, layout=layout, frames=frames, _validate=False)
 
 

@@ -269,15 +269,22 @@ def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
     _project_traces(data, layout, p)
 
 
+def wrap_legend(data: list[dict], size_px: float, width_px: float) -> None:
+    """Every legend entry too long for one line at ``size_px`` in a legend ``width_px`` wide, wrapped
+    (:func:`wrapped_title`): Plotly draws an entry on one line, past the chart's edge."""
+    for trace in data:
+        if isinstance(trace.get("name"), str) and trace.get("showlegend", True) is not False:
+            trace["name"] = wrapped_title(trace["name"], size_px, width_px)
+
+
 def _project_traces(data: list[dict], layout: dict, p: Projection) -> None:
     """:func:`project` on the traces: colour bars, cell and bar texts at projector sizes (a heatmap's cell text, or a
     bar's label, dropped where it no longer fits its cell or bar), legend entries too long for one line wrapped, lines
     thickened."""
+    wrap_legend(data, p.text, p.width_px - 80)
     for trace in data:
         kind = trace.get("type", "scatter")
         marker = trace.get("marker") or {}
-        if isinstance(trace.get("name"), str) and trace.get("showlegend", True) is not False:  # a legend entry
-            trace["name"] = wrapped_title(trace["name"], p.text, p.width_px - 80)
         if kind in ("heatmap", "contour", "histogram2d") or marker.get("showscale"):
             owner = trace if kind != "scatter" else trace.setdefault("marker", dict(marker))
             bar = owner["colorbar"] = dict(owner.get("colorbar") or {})
