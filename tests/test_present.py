@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import pytest
 
 from lineage import plots
-from lineage.plots.core import FONT, SCREEN_LEGEND_PX, Panel
+from lineage.plots.core import FONT, LAPTOP_PLOT_PX, Panel
 from lineage.plots.present import (
     PROJECTION,
     TITLE_EM,
@@ -16,7 +16,7 @@ from lineage.plots.present import (
     active,
     for_projection,
     projecting,
-    wrapped_title,
+    wrapped_text,
 )
 from tests.util import BUILDERS, all_builders
 
@@ -227,19 +227,19 @@ def test_a_legend_entry_too_long_for_the_projected_width_is_wrapped():
 
 def test_on_a_screen_a_legend_entry_wraps_to_a_laptop_s_chart_too():
     """Outside presenter mode the builders wrap an entry for the legend a 1280×800 laptop with the sidebar open has
-    (``SCREEN_LEGEND_PX`` at the house font): the same entry ran past the chart there."""
+    (``LAPTOP_PLOT_PX`` at the house font): the same entry ran past the chart there."""
     long = "Gated DeltaNet-2: tea (same line as KDA: tea except at 25–31, KDA: coffee except at 17–24), " * 2
     fig = plots.over_time({long.strip(): np.arange(5.0), "b": np.ones(5)}, title="t", y_title="y")
     lines = fig.data[0].name.split("<br>")
     assert len(lines) >= 2 and " ".join(lines) == long.strip()
-    assert all(len(line) * TITLE_EM * FONT["size"] <= SCREEN_LEGEND_PX for line in lines)
+    assert all(len(line) * TITLE_EM * FONT["size"] <= LAPTOP_PLOT_PX for line in lines)
     assert fig.data[1].name == "b"
 
 
 def test_a_title_with_its_own_markup_is_left_alone():
     marked = "x" * 80 + "<sup>2</sup>"
-    assert wrapped_title(marked, PROJECTION.title, PROJECTION.width_px) == marked
-    assert wrapped_title("a " * 60, PROJECTION.title, PROJECTION.width_px).count("<br>") >= 1
+    assert wrapped_text(marked, PROJECTION.title, PROJECTION.width_px) == marked
+    assert wrapped_text("a " * 60, PROJECTION.title, PROJECTION.width_px).count("<br>") >= 1
 
 
 @pytest.mark.parametrize("name", BUILDERS)

@@ -33,7 +33,7 @@ import plotly.io as pio
 from lineage.plots import present
 from lineage.plots.palette import MASKED
 
-# The plot area's width at 1280×800 with the sidebar open: panel titles are wrapped to fit their panel there.
+# The plot area's width at 1280×800 with the sidebar open: panel titles and legend entries are wrapped to fit there.
 LAPTOP_PLOT_PX = 700
 MAX_FRAMES = 64  # smooth on a projector, small enough to ship to the browser at once
 TEXT_MAX_CELLS = 144  # print values in the cells of matrices up to 144 cells (12×12, 9×16, …)
@@ -48,8 +48,6 @@ SEQUENTIAL = "Viridis"  # perceptually uniform, colour-blind-safe, lightness ris
 FRAME_MS = 500
 # Near-black rather than the template's slate (#2a3f5f): chart text keeps its contrast on a washed-out screen too.
 FONT = dict(family="Inter, system-ui, sans-serif", size=14, color="#1a1a1a")
-# The room a chart's legend has on a laptop (1280×800) with the sidebar open: the main column less the margins
-SCREEN_LEGEND_PX = 760
 CONTROLS_PX = 52  # Play/Pause and the step slider start this far below the plot area: past the x ticks and title
 PANEL_GAP = 0.18  # paper fraction between panels: a colour bar and the next panel's axis labels, at 1280×800 too
 SUBPLOT_TITLE_FONT = dict(size=16)  # make_subplots' size for panel titles
@@ -129,7 +127,7 @@ def figure(data: Sequence[dict] = (), layout: dict | None = None, frames: Sequen
         present.project_frames(frames, data, p)  # and to what each frame shows while it plays
     else:
         _ink(data, layout)
-        present.wrap_legend(data, FONT["size"], SCREEN_LEGEND_PX)
+        present.wrap_legend(data, FONT["size"], LAPTOP_PLOT_PX)
     return go.Figure(data=data, layout=layout, frames=frames, _validate=False)
 
 
@@ -379,7 +377,7 @@ def _title_room(layout: dict) -> None:
         if layout.get("height"):
             layout["height"] += int(extra * present.LINE_EM * px)
         if layout.get("title"):  # at the figure's top, clear of the taller panel titles under it
-            layout["title"] = {**layout["title"], "y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 8}}
+            layout["title"] = present.hung_title(layout["title"])
 
 
 def _ranges(panels: Sequence[Panel]) -> list[tuple[float, float, bool]]:

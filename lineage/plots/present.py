@@ -149,26 +149,28 @@ def cell_text_fits(trace: dict, layout: dict, *, tick_px: float, width_px: int) 
     return cell_w >= chars * GLYPH_EM * tick_px + CELL_PAD_PX and cell_h >= LINE_EM * tick_px
 
 
-def wrapped_title(text: str, size_px: float, width_px: float) -> str:
+def wrapped_text(text: str, size_px: float, width_px: float) -> str:
     """``text`` broken into lines (Plotly's ``<br>``) of at most as many characters as fit ``width_px`` at ``size_px``
-    (:data:`TITLE_EM`): Plotly cuts a title off at the figure's edge. A title with markup of its own is left alone."""
+    (:data:`TITLE_EM`): Plotly cuts a title or a legend entry off at the figure's edge. Text with markup of its own is
+    left alone."""
     if not text or "<" in text:
         return text
     return "<br>".join(textwrap.wrap(text, max(20, int(width_px / (TITLE_EM * size_px))))) or text
 
 
-def wrapped_title_place(size_px: float) -> dict:
-    """Where a title of several lines goes: hung from the figure's top, 8 px down, plus what plotly.js raises such a
-    title by (:data:`MULTILINE_TITLE_RISE_EM`)."""
-    return {"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 8 + MULTILINE_TITLE_RISE_EM * size_px}}
+def hung_title(title: dict, lines: int = 1, size_px: float = 0.0) -> dict:
+    """``title`` hung from the figure's top, 8 px down; a title of several lines at ``size_px`` that much lower again
+    as plotly.js raises it (:data:`MULTILINE_TITLE_RISE_EM`)."""
+    rise = MULTILINE_TITLE_RISE_EM * size_px if lines > 1 else 0.0
+    return {**title, "y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 8 + rise}}
 
 
 def _wrap_title(layout: dict, p: Projection) -> int:
-    """The layout's title wrapped to the projected width (:func:`wrapped_title`); returns the lines it takes."""
+    """The layout's title wrapped to the projected width (:func:`wrapped_text`); returns the lines it takes."""
     title = layout.get("title")
     if not isinstance(title, dict) or not isinstance(title.get("text"), str):
         return 1 if title else 0
-    title["text"] = wrapped_title(title["text"], p.title, p.width_px)
+    title["text"] = wrapped_text(title["text"], p.title, p.width_px)
     return title["text"].count("<br>") + 1
 
 
@@ -199,7 +201,7 @@ def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
         _font(layout["title"], "font", p.title, ink=True)
     title_lines = _wrap_title(layout, p)
     if title_lines > 1:  # hung from the figure's top, each further line pushing the plot down by its height
-        layout["title"] = {**layout["title"], **wrapped_title_place(p.title)}
+        layout["title"] = hung_title(layout["title"], title_lines, p.title)
         grown = margin.get("t", 0) + (title_lines - 1) * TITLE_LINE_EM * p.title
         margin["t"] = math.ceil(max(grown, title_lines * TITLE_LINE_EM * p.title + 24))
     legend = layout["legend"] = dict(layout.get("legend") or {})
@@ -226,13 +228,7 @@ def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
         margin["t"] = max(
             margin.get("t", 0), int(max(title_lines, 1) * TITLE_LINE_EM * p.title + 2 * LINE_EM * p.text + 16)
         )
-        layout["title"] = {
-            "pad": {"t": 8},
-            **(layout.get("title") or {}),
-            "y": 1.0,
-            "yref": "container",
-            "yanchor": "top",
-        }
+        layout["title"] = hung_title(layout.get("title") or {}, title_lines, p.title)
     for note in _copied(layout, "annotations"):
         _font(note, "font", p.text)
 
@@ -271,10 +267,10 @@ def project(data: list[dict], layout: dict, p: Projection = PROJECTION) -> None:
 
 def wrap_legend(data: list[dict], size_px: float, width_px: float) -> None:
     """Every legend entry too long for one line at ``size_px`` in a legend ``width_px`` wide, wrapped
-    (:func:`wrapped_title`): Plotly draws an entry on one line, past the chart's edge."""
+    (:func:`wrapped_text`): Plotly draws an entry on one line, past the chart's edge."""
     for trace in data:
         if isinstance(trace.get("name"), str) and trace.get("showlegend", True) is not False:
-            trace["name"] = wrapped_title(trace["name"], size_px, width_px)
+            trace["name"] = wrapped_text(trace["name"], size_px, width_px)
 
 
 def _project_traces(data: list[dict], layout: dict, p: Projection) -> None:
@@ -320,8 +316,8 @@ def project_frames(frames: list[dict], data: list[dict], p: Projection = PROJECT
             if isinstance(layout.get("title"), dict):
                 layout["title"] = dict(layout["title"])
                 _font(layout["title"], "font", p.title, ink=True)
-                if _wrap_title(layout, p) > 1:
-                    layout["title"].update(wrapped_title_place(p.title))
+                if (lines := _wrap_title(layout, p)) > 1:
+                    layout["title"] = hung_title(layout["title"], lines, p.title)
         indices = frame.get("traces") or range(len(frame.get("data") or ()))
         frame["data"] = [dict(t) for t in frame.get("data") or ()]
         for trace, i in zip(frame["data"], indices, strict=False):

@@ -207,10 +207,10 @@ def spread_coinciding(
     ys = {n: np.asarray(series[n], dtype=np.float64) for n in series}
     drawn, notes = dict(ys), dict.fromkeys(series, "")
     groups = coinciding_groups(series, x=x)
+    xs = np.arange(len(next(iter(ys.values())))) if x is None and ys else x
     for g in groups:
         if len(g) < 2:
             continue
-        xs = np.arange(len(ys[g[0]])) if x is None else x
         for j, n in enumerate(g):
             drawn[n] = ys[n] + (j - (len(g) - 1) / 2) * offset
             notes[n] = f"{SAYS_SO} {', '.join(m + parting(xs, ys[n], ys[m]) for m in g if m != n)}; drawn apart"

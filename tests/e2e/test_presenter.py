@@ -200,7 +200,7 @@ def test_plotly_still_raises_a_title_of_several_lines_that_hangs_from_the_top(br
     import plotly.graph_objects as go
     import plotly.io as pio
 
-    from lineage.plots.present import PROJECTION, wrapped_title_place
+    from lineage.plots.present import PROJECTION, hung_title
 
     def title_top(place: dict) -> float:
         title = {"text": "One line<br>and another", "font": {"size": PROJECTION.title}, **place}
@@ -216,6 +216,6 @@ def test_plotly_still_raises_a_title_of_several_lines_that_hangs_from_the_top(br
         finally:
             page.close()
 
-    plain = {**wrapped_title_place(PROJECTION.title), "pad": {"t": 8}}
+    plain = {**hung_title({}, 2, PROJECTION.title), "pad": {"t": 8}}
     assert title_top(plain) < -4, "plotly.js no longer raises such a title: drop MULTILINE_TITLE_RISE_EM"
-    assert title_top(wrapped_title_place(PROJECTION.title)) >= 0
+    assert title_top(hung_title({}, 2, PROJECTION.title)) >= 0
