@@ -58,7 +58,9 @@ INVERSE_BLOCK = 16  # unit_lower_inverse inverts blocks of up to this many rows 
 CPU_SLAB = 64  # on a CPU, chunk_memory runs spans of ~this many chunks (all heads) per thread, kept in cache
 # The strong-gate knob: decays inside a chunk below ∛tiny (tiny: the dtype's smallest normal number) are set to 0 (see
 # flush_decays). Fast-forgetting gates make such decays common, and left alone they sink into the subnormal range, where
-# many CPUs run every product that touches them 10-100x slower: the chunked form fell off a cliff at strong gates.
+# many CPUs run every product that touches them 10-100x slower: the chunked form fell off a cliff at strong gates. The
+# delta rule's inverse (unit_lower_inverse) multiplies kept decays along chains of keys, so its small entries go the
+# same way: below the cut, they are 0 too.
 FLUSH_DECAYS = True
 
 
@@ -99,6 +101,15 @@ def _flush_(decay: torch.Tensor) -> torch.Tensor:
     if not FLUSH_DECAYS:
         return decay
     return torch.nn.functional.threshold_(decay, flush_cut(decay.dtype), 0.0)
+
+
+def _flush_small(x: torch.Tensor) -> torch.Tensor:
+    """x with every entry of magnitude below ∛tiny set to 0 (the strong-gate knob, :data:`FLUSH_DECAYS`), for the
+    inverse's blocks (:func:`unit_lower_inverse`): an entry that small moves U = T_ut V by less than fp32's rounding
+    of it, as a flushed decay does, and left in, its products with decays and keys sink into the subnormal range."""
+    if not FLUSH_DECAYS:
+        return x
+    return x.masked_fill(x.abs() < flush_cut(x.dtype), 0.0)
 
 
 def default_chunk_size(device: torch.device | str) -> int:
@@ -538,19 +549,20 @@ def unit_lower_inverse(M: torch.Tensor) -> torch.Tensor:
     By 2×2 blocks, [[M₁₁, 0], [M₂₁, M₂₂]]⁻¹ = [[M₁₁⁻¹, 0], [−M₂₂⁻¹ M₂₁ M₁₁⁻¹, M₂₂⁻¹]], halving down to blocks of at most
     ``INVERSE_BLOCK`` rows, which a unit-triangular solve inverts. The result is the same as one solve of the whole
     matrix against I; on a CPU the blocks are faster (for C = 64, 2.4× measured) because most of the work becomes
-    matrix products instead of LAPACK's row-by-row substitution.
+    matrix products instead of LAPACK's row-by-row substitution. With the strong-gate knob (:data:`FLUSH_DECAYS`) every
+    block's entries below ∛tiny are 0 (:func:`_flush_small`).
 
     Args: M [..., n, n]. Returns [..., n, n], unit lower triangular.
     """
     n = M.shape[-1]
     if n <= INVERSE_BLOCK:
         eye = torch.eye(n, dtype=M.dtype, device=M.device).expand_as(M)
-        return torch.linalg.solve_triangular(M, eye, upper=False, unitriangular=True)
+        return _flush_small(torch.linalg.solve_triangular(M, eye, upper=False, unitriangular=True))
     h = n // 2
     inv_11, inv_22 = unit_lower_inverse(M[..., :h, :h]), unit_lower_inverse(M[..., h:, h:])
     inverse = M.new_zeros(M.shape)
     inverse[..., :h, :h], inverse[..., h:, h:] = inv_11, inv_22
-    inverse[..., h:, :h] = -(inv_22 @ (M[..., h:, :h] @ inv_11))
+    inverse[..., h:, :h] = _flush_small(-(inv_22 @ (M[..., h:, :h] @ inv_11)))
     return inverse
 
 
