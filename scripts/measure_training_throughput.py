@@ -70,6 +70,8 @@ def commit(tree: Path) -> str:
 
 
 def main() -> int:
+    from lineage.device import cpu_model
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--base", type=Path, help="a checkout of the commit to measure against")
     p.add_argument("--new", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
@@ -92,7 +94,7 @@ def main() -> int:
     median = {n: {m: statistics.median(r[m] for r in rs) for m in MIXERS} for n, rs in rows.items()}
     print(
         f"training step, {SETTINGS}: tokens per CPU-second, 1 torch thread, median of {args.rounds} interleaved "
-        f"rounds; {os.cpu_count()} cores, load average {min(loads):.1f}–{max(loads):.1f}"
+        f"rounds; {os.cpu_count()} cores ({cpu_model()}), load average {min(loads):.1f}–{max(loads):.1f}"
     )
     print(f"{'mixer':<17} {'base tok/s':>11} {'new tok/s':>11} {'new/base':>9}")
     for m in MIXERS:
@@ -107,6 +109,7 @@ def main() -> int:
             "settings": SETTINGS,
             "threads": 1,
             "cpu_count": os.cpu_count(),
+            "cpu_model": cpu_model(),
             "load_average": [round(x, 2) for x in loads],
             "unit": "training tokens per CPU-second of the timing thread",
             "median": median,

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from lineage.__main__ import main
+from lineage.device import cpu_model
 from lineage.inputs import GateDraw
 from lineage.measure import bench, timing
 from lineage.measure.bench import (
@@ -296,6 +297,7 @@ def test_table_has_one_row_per_cell_and_says_how_it_was_measured(tiny_run):
     r, _ = tiny_run
     text = format_result(r)
     assert f"torch threads 1 of {r.cores} cores" in text and f"torch {torch.__version__}" in text
+    assert text.startswith(f"device cpu ({cpu_model()}); ")  # the CPU's model: a CPU's timings depend on it
     assert "B=1 H=4 T=24 K=8 V=8 fp32, chunk 8" in text and "interleaved rounds" in text
     assert "scaled by" not in text  # the recurrent form ran on the whole T
     assert f"{r.baseline.total_gflops:.1f} GFLOP/s" in text
@@ -477,3 +479,18 @@ def test_an_ops_gate_strengths_are_timed_in_the_same_interleaved_rounds():
     recurrent = [strength for strength, mode in calls if mode == "recurrent"]
     assert recurrent == strengths * (1 + cfg.recurrent_repeats)
     assert [c.gate for c in r.cells if c.op == "toy_fixed_gate"] == STRENGTHS
+
+
+def test_the_cpu_model_is_the_os_name_for_it_or_says_it_is_unknown(tmp_path, monkeypatch):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: X\nmodel name\t: Example CPU 9000 @ 2GHz\nmodel name\t: other\n")
+    real_open = open
+
+    def fake_open(path, *args, **kwargs):
+        return real_open(cpuinfo if path == "/proc/cpuinfo" else path, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    assert cpu_model() == "Example CPU 9000 @ 2GHz"
+    cpuinfo.unlink()  # no /proc/cpuinfo (not Linux): the platform's name, else "unknown CPU"
+    monkeypatch.setattr("platform.processor", lambda: "")
+    assert cpu_model() == "unknown CPU"

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from lineage.checks import positive_int
-from lineage.device import device_info, get_device
+from lineage.device import cpu_model, device_info, get_device
 from lineage.inputs import GATE_STRENGTHS, GateDraw, draw_unit_gates, random_inputs
 from lineage.measure.timing import Timed, interleaved_times
 from lineage.mechanisms import Mechanism, linear_mechanisms, write_rule
@@ -405,7 +405,7 @@ def busy_warning(threads: int, cores: int | None, load: float | None) -> str | N
 
 def _device_name(device: torch.device) -> str:
     info = device_info(device)
-    return info.type if info.type == "cpu" else f"{info.type} ({info.name})"
+    return f"cpu ({cpu_model()})" if info.type == "cpu" else f"{info.type} ({info.name})"
 
 
 def _run(cfg: BenchConfig, device: torch.device, report: ProgressFn) -> BenchResult:
