@@ -70,8 +70,6 @@ def commit(tree: Path) -> str:
 
 
 def main() -> int:
-    from lineage.device import cpu_model
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--base", type=Path, help="a checkout of the commit to measure against")
     p.add_argument("--new", type=Path, default=ROOT, help="the checkout to measure (default: this one)")
@@ -83,6 +81,8 @@ def main() -> int:
     if args.worker:
         print(json.dumps(tokens_per_cpu_second(args.repeats)))
         return 0
+    from lineage.device import cpu_model  # this tree's (a worker may run in a tree without it)
+
     if args.base is None or not (args.base / "lineage").is_dir():
         p.error("--base must be a checkout of this repository (git worktree add /tmp/base <commit>)")
     rows: dict[str, list[dict]] = {"base": [], "new": []}
