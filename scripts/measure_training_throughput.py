@@ -1,5 +1,7 @@
 """Training tokens per CPU-second of a step at the capacity record's settings, this tree against another checkout
-(the commit before a speed-up), in interleaved rounds of one run; writes data/learned_memory_throughput.json.
+(the commit before a speed-up), in interleaved rounds of one run; writes the record given by --out, with the CPU's
+model: data/learned_memory_throughput.json (an earlier 2-core machine, its model not recorded) and
+data/learned_memory_throughput_xeon.json (a 2-core Intel Xeon) hold the speed-up against ffc7058 on two machines.
 
     git worktree add /tmp/base <commit>
     python scripts/measure_training_throughput.py --base /tmp/base --out data/learned_memory_throughput.json
