@@ -83,6 +83,21 @@ def flush_cut(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).tiny ** (1 / 3)
 
 
+def _log_floor(dtype: torch.dtype) -> float:
+    """A log-decay just below log ∛tiny: e^floor = ∛tiny / e, under the strong-gate knob's cut."""
+    return math.log(flush_cut(dtype)) - 1.0
+
+
+@functools.cache
+def _lower_ones(n: int, dtype: torch.dtype, device: torch.device, diagonal: int = 0) -> torch.Tensor:
+    """:func:`_lower` as 0/1 numbers of ``dtype`` (speed: a CPU multiplies by it ~10x faster than it masks by a bool).
+
+    Kept once per size, dtype, device and diagonal, made outside any ``torch.inference_mode`` (a mask first asked for by
+    a page's inference run must still serve a training step's autograd)."""
+    with torch.inference_mode(False):
+        return _lower(n, device, diagonal).to(dtype)
+
+
 def decay_factors(log_decay: torch.Tensor) -> torch.Tensor:
     """e^g for log-decays g ≤ 0 with the strong-gate knob: :func:`flush_decays` of the exponential, computed from g
     raised to just below log ∛tiny first. That changes no result (a factor under the cut is 0 either way) and keeps the
@@ -92,8 +107,7 @@ def decay_factors(log_decay: torch.Tensor) -> torch.Tensor:
     full of such numbers."""
     if not FLUSH_DECAYS:
         return torch.exp(log_decay)
-    floor = math.log(flush_cut(log_decay.dtype)) - 1.0  # e^floor = ∛tiny / e: below the cut
-    return flush_decays(torch.exp(log_decay.clamp_min(floor)))
+    return flush_decays(torch.exp(log_decay.clamp_min(_log_floor(log_decay.dtype))))
 
 
 def _flush_(decay: torch.Tensor) -> torch.Tensor:
@@ -104,12 +118,12 @@ def _flush_(decay: torch.Tensor) -> torch.Tensor:
 
 
 def _flush_small(x: torch.Tensor) -> torch.Tensor:
-    """x with every entry of magnitude below ∛tiny set to 0 (the strong-gate knob, :data:`FLUSH_DECAYS`), for the
+    """x with every entry of magnitude at most ∛tiny set to 0 (the strong-gate knob, :data:`FLUSH_DECAYS`), for the
     inverse's blocks (:func:`unit_lower_inverse`): an entry that small moves U = T_ut V by less than fp32's rounding
     of it, as a flushed decay does, and left in, its products with decays and keys sink into the subnormal range."""
     if not FLUSH_DECAYS:
         return x
-    return x.masked_fill(x.abs() < flush_cut(x.dtype), 0.0)
+    return torch.nn.functional.hardshrink(x, flush_cut(x.dtype))  # one pass: x where |x| > the cut, else 0
 
 
 def default_chunk_size(device: torch.device | str) -> int:
@@ -483,7 +497,13 @@ def segment_sum_products(
     and it is C×C, not C×C×K. Args and returns: :func:`decayed_products`, g [Z, C, 1].
     """
     C = k.shape[1]
-    L = decay_factors(segsum(g)[..., 0])  # [Z, i, j]: e^−∞ = 0 above the diagonal, no future key
+    up_to = _lower_ones(C, g.dtype, g.device)  # [i, s]: 1 where s ≤ i
+    after = _lower_ones(C, g.dtype, g.device, diagonal=-1)  # [s, j]: 1 where s > j
+    # the segment sums as one matrix product, Σ_s 1[s ≤ i] g_s 1[s > j] (speed: a CPU runs it 3x faster than a cumsum
+    # over a [C, C] grid and its masks); g raised to just below log ∛tiny first, so a wipe's −∞ never meets a 0 (its
+    # segments decay below the cut either way, to 0)
+    segments = (up_to * g.mT.clamp_min(_log_floor(g.dtype))) @ after  # [Z, i, j], 0 above the diagonal
+    L = decay_factors(segments) * up_to  # [Z, i, j]: 0 above the diagonal, no future key
     from_start = decay_factors(torch.cumsum(g, dim=1))  # Π_{s≤i} α_s, [Z, C, 1]
     to_end = L[:, C - 1, :, None]  # Π_{j<s≤C} α_s: L's last row, [Z, C, 1]
     decay = ChunkDecay(from_start=from_start, to_end=to_end, chunk=from_start[:, C - 1])
@@ -673,7 +693,7 @@ def chunk_memory(
         #    products A_qk and A_kk, 0 above the diagonal: no future key, no past query
         rows = (q, k) if rule == "delta" else (q,)  # A_kk only feeds the delta rule's WY/UT transform (step 3)
         if g is None:  # α = 1: the decay is the causal mask (A_kk needs none: step 3 reads its strict lower part)
-            A_qk, *A_kk = (q @ k.mT).masked_fill_(~_lower(C, q.device), 0.0), *(x @ k.mT for x in rows[1:])
+            A_qk, *A_kk = (q @ k.mT) * _lower_ones(C, q.dtype, q.device), *(x @ k.mT for x in rows[1:])
             q_dec, k_dec, chunk_decay = q, k, None
         else:
             decay, (A_qk, *A_kk) = decayed_products(k, g, *rows)  # no positive exponent, see decayed_products
