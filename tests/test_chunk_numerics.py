@@ -332,3 +332,18 @@ def test_decay_factors_are_the_flushed_exponential_at_every_log_decay(dtype):
     recurrence.decay_factors(g).sum().backward()
     expected = torch.where(recurrence.flush_decays(torch.exp(g.detach())) > 0, torch.exp(g.detach()), 0.0)
     assert torch.equal(g.grad, expected)  # the gradient of e^g where kept, 0 where flushed
+
+
+def test_the_kept_masks_made_in_an_inference_run_still_serve_autograd():
+    # the segment sums' 0/1 masks are kept once per size: a page's inference run may make them first, and a training
+    # step's backward must still be able to save them (an inference tensor cannot be saved for backward)
+    recurrence._lower_ones.cache_clear()
+    gen = torch.Generator().manual_seed(9)
+    k = torch.randn(3, 12, 4, generator=gen, dtype=torch.float64)
+    g = -torch.rand(3, 12, 1, generator=gen, dtype=torch.float64)
+    with torch.inference_mode():
+        _, (plain,) = recurrence.segment_sum_products(k, g, k)
+    g.requires_grad_()
+    _, (tracked,) = recurrence.segment_sum_products(k, g, k)
+    tracked.sum().backward()
+    assert torch.equal(plain, tracked.detach()) and g.grad is not None and g.grad.abs().sum() > 0
