@@ -499,9 +499,9 @@ def segment_sum_products(
     C = k.shape[1]
     up_to = _lower_ones(C, g.dtype, g.device)  # [i, s]: 1 where s ≤ i
     after = _lower_ones(C, g.dtype, g.device, diagonal=-1)  # [s, j]: 1 where s > j
-    # the segment sums as one matrix product, Σ_s 1[s ≤ i] g_s 1[s > j] (speed: a CPU runs it 3x faster than a cumsum
-    # over a [C, C] grid and its masks); g raised to just below log ∛tiny first, so a wipe's −∞ never meets a 0 (its
-    # segments decay below the cut either way, to 0)
+    # the segment sums as one matrix product, Σ_s 1[s ≤ i] g_s 1[s > j] (speed: no bool masks and no cumsum over a
+    # [C, C] grid; this function took 238 µs against 396, Z = 64, C = 32, K = 64, 1 thread of a 2-core Xeon); g raised
+    # to just below log ∛tiny first, so a wipe's −∞ never meets a 0 (its segments decay below the cut either way, to 0)
     segments = (up_to * g.mT.clamp_min(_log_floor(g.dtype))) @ after  # [Z, i, j], 0 above the diagonal
     L = decay_factors(segments) * up_to  # [Z, i, j]: 0 above the diagonal, no future key
     from_start = decay_factors(torch.cumsum(g, dim=1))  # Π_{s≤i} α_s, [Z, C, 1]
@@ -570,7 +570,7 @@ def unit_lower_inverse(M: torch.Tensor) -> torch.Tensor:
     ``INVERSE_BLOCK`` rows, which a unit-triangular solve inverts. The result is the same as one solve of the whole
     matrix against I; on a CPU the blocks are faster (for C = 64, 2.4× measured) because most of the work becomes
     matrix products instead of LAPACK's row-by-row substitution. With the strong-gate knob (:data:`FLUSH_DECAYS`) every
-    block's entries below ∛tiny are 0 (:func:`_flush_small`).
+    block's entries of magnitude at most ∛tiny are 0 (:func:`_flush_small`).
 
     Args: M [..., n, n]. Returns [..., n, n], unit lower triangular.
     """

