@@ -30,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     v = sub.add_parser("verify", help="max error of every mechanism and mode against its reference (fp64)")
     v.add_argument("--seed", type=int, default=0)
+    v.add_argument(
+        "--device", default="cpu", metavar="NAME", help="where the ops run: cpu (default), cuda, cuda:N, mps"
+    )
     # Only the command given gets its options: their defaults come from modules that import torch (seconds), which
     # the list of commands (python -m lineage --help) does not need.
     command = next((word for word in typed if not word.startswith("-")), None)
@@ -46,9 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(typed)
 
     if args.command == "verify":
+        from lineage.device import parse_device
         from lineage.measure.verify import format_checks, run_verify
 
-        checks = run_verify(args.seed)
+        try:
+            device = parse_device(args.device, "--device")
+        except ValueError as exc:
+            sub.choices["verify"].error(str(exc))
+        if device.type == "mps":
+            sub.choices["verify"].error("--device mps: verify runs in fp64, which MPS does not have; use cpu or cuda")
+        checks = run_verify(args.seed, device)
+        print(f"device {device}")
         print(format_checks(checks))
         return 0 if all(c.ok for c in checks) else 1
 
@@ -124,6 +135,12 @@ def _add_sweep_parser(sub) -> None:
     s.add_argument("--workers", type=int, default=None, help="local pool size (default: CPUs / --threads)")
     s.add_argument("--threads", type=int, default=1, help="torch threads per point (default 1: bit-reproducible runs)")
     s.add_argument(
+        "--device",
+        default="cpu",
+        metavar="NAME",
+        help="where the local pool's points train: cpu (default), cuda, cuda:N or mps; the workers share it",
+    )
+    s.add_argument(
         "--ray",
         nargs="?",
         const="",
@@ -142,13 +159,18 @@ def _sweep(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
 
     if args.ray:
         refuse(parser, typed, ("--workers",), "on this machine's pool or a Ray instance started here (not ADDRESS)")
+    if args.ray is not None:
+        refuse(parser, typed, ("--device",), "on this machine's pool: Ray tasks train on their node's CPU")
     try:
+        from lineage.device import parse_device
+
+        device = str(parse_device(args.device, "--device"))
         if args.threads < 1:
             raise ValueError(f"--threads must be ≥ 1, got {args.threads}")
         if args.workers is not None and args.workers < 1:
             raise ValueError(f"--workers must be ≥ 1, got {args.workers}")
         blocks = sweep.read_grid(args.grid)
-        points, skipped = sweep.points_of(blocks, args.threads)
+        points, skipped = sweep.points_of(blocks, args.threads, device)
         if not points:
             raise ValueError(f"grid file {args.grid!r} has no valid point ({skipped} impossible tasks left out)")
         results = sweep.Results.open(args.out)

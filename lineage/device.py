@@ -16,6 +16,24 @@ def _mps_available() -> bool:
     return bool(mps is not None and mps.is_available())
 
 
+def parse_device(choice: str, where: str = ENV_VAR) -> torch.device:
+    """The device named by ``choice`` ("cpu", "cuda", "cuda:1", "mps"), which must be present on this machine:
+    an unavailable choice is an error naming ``where`` it came from, never a silent fallback."""
+    try:
+        dev = torch.device(choice)
+    except RuntimeError as exc:
+        raise ValueError(f"{where}={choice!r} is not a device name; use cpu, cuda, cuda:N or mps") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{where}={choice!r} but CUDA is not available on this machine")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"{where}={choice!r} but this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if dev.type == "mps" and not _mps_available():
+        raise ValueError(f"{where}={choice!r} but MPS is not available on this machine")
+    if dev.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"{where}={choice!r}: use cpu, cuda, cuda:N or mps")
+    return dev
+
+
 def get_device() -> torch.device:
     """The device every live computation runs on.
 
@@ -24,15 +42,7 @@ def get_device() -> torch.device:
     """
     choice = os.environ.get(ENV_VAR, "").strip()
     if choice:
-        try:
-            dev = torch.device(choice)
-        except RuntimeError as exc:
-            raise ValueError(f"{ENV_VAR}={choice!r} is not a device name; use cpu, cuda, cuda:N or mps") from exc
-        if dev.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"{ENV_VAR}={choice!r} but CUDA is not available on this machine")
-        if dev.type == "mps" and not _mps_available():
-            raise ValueError(f"{ENV_VAR}={choice!r} but MPS is not available on this machine")
-        return dev
+        return parse_device(choice)
     if torch.cuda.is_available():
         return torch.device("cuda")
     if _mps_available():

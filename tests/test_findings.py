@@ -225,8 +225,9 @@ def test_the_ledger_sentence_reads_the_capacity_record_first_and_the_first_recor
 
 
 def test_the_capacity_caption_counts_the_points_names_the_rule_and_the_cluster_grid():
+    grid, record = findings.CAPACITY_GRID.name, findings.CAPACITY_RECORD.name
     run = dict(
-        command="python -m lineage sweep g.json --out r.jsonl --workers 1",
+        command=f"python -m lineage sweep data/{grid} --out data/{record} --workers 1",
         runner="local pool of 1",
         started="2026-12-02T15:10:00+00:00",
         machine="x86_64, Linux",
@@ -237,18 +238,37 @@ def test_the_capacity_caption_counts_the_points_names_the_rule_and_the_cluster_g
         {"run": run, "result": {**r, "threads": 1, "device": "cpu", "torch_version": "2.x"}}
         for r in capacity(deltanet=(1, 1, 0.5))
     ]
-    said = findings.capacity_caption(lines, 30, 3768)
-    assert said.startswith("6 points of the 30 in data/learned_memory_capacity_grid.json, recorded on x86_64, Linux")
-    assert "The other 24 points of that grid were not run" in said and "`python -m lineage sweep g.json" in said
+    sizes = {f"data/{grid}": 30}
+    said = findings.capacity_caption(lines, sizes, 3768)
+    assert said.startswith(f"6 points of the 30 in data/{grid}, recorded on x86_64, Linux (2 cores, local pool of 1")
+    assert "load average 4.0 when it started: other work shared the machine), device cpu, torch 2.x" in said
+    assert "The other 24 points of that grid were not run" in said and f"`python -m lineage sweep data/{grid}" in said
     assert "none of its last 10 evaluations (every 25 steps) is 1 point above the best before them" in said
-    assert "(3,768 points in all) are the cluster grid's" in said
+    assert "(data/learned_memory_grid.json, 3,768 points in all) adds more seeds" in said
     # a later session, run from another directory with two workers: the same command from the root, both pools named
     later = {**run, "started": "2026-12-03T10:00:00+00:00", "runner": "local pool of 2"}
-    grid, record = findings.CAPACITY_GRID.name, findings.CAPACITY_RECORD.name
     later["command"] = f"python -m lineage sweep /srv/x/data/{grid} --out /srv/x/data/{record} --workers 2"
-    said = findings.capacity_caption([*lines, {**lines[0], "run": later}], 30, 3768)
+    said = findings.capacity_caption([*lines, {**lines[0], "run": later}], sizes, 3768)
+    assert "7 points of the 30" in said and "in 2 sessions from 2026-12-02" in said
     assert "(2 cores, local pool of 1 and local pool of 2," in said
     assert f"`python -m lineage sweep data/{grid} --out data/{record} --workers 2`" in said and "/srv/x" not in said
+    # a GPU's part, from its own grid: a sentence of its own, its device named, its quiet machine not called shared
+    gpu_grid = findings.CAPACITY_GPU_GRID.name
+    gpu_run = {
+        **run,
+        "command": f"python -m lineage sweep data/{gpu_grid} --out g.jsonl --device cuda",
+        "cpu_count": 16,
+    }
+    gpu_run["load_average"] = [0.9, 1, 1]
+    gpu = [{**line, "run": gpu_run, "result": {**line["result"], "device": "cuda: H200"}} for line in lines[:2]]
+    said = findings.capacity_caption([*lines, *gpu], {**sizes, f"data/{gpu_grid}": 2}, 3768)
+    cpu_part, gpu_part = said.split(f"2 points of the 2 in data/{gpu_grid}")
+    assert cpu_part.startswith("6 points of the 30") and "cuda" not in cpu_part
+    assert gpu_part.startswith(", recorded on x86_64, Linux (16 cores") and "device cuda: H200" in gpu_part
+    assert "load average 0.9 when it started), device" in gpu_part and "other work" not in gpu_part
+    assert "The other" not in gpu_part.split("Each point")[0]  # every point of its grid is there
+    # a grid file this copy lacks: its part counts the points it has
+    assert "6 points of the 6 in" in findings.capacity_caption(lines, {}, 3768)
 
 
 def test_the_zoology_check_follows_the_numbers():

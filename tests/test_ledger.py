@@ -110,9 +110,9 @@ def test_the_kda_row_says_what_the_learned_memory_record_shows(tmp_path):
 
     said = ledger._learned_memory_sentence()
     assert said.startswith(" Small trained models, on the Learned memory page")
-    capacity = read_results(findings.CAPACITY_RECORD) if findings.CAPACITY_RECORD.exists() else []
+    capacity = [r for path in findings.capacity_records() if path.exists() for r in read_results(path)]
     assert said == findings.ledger_sentence(capacity, read_results(findings.RECORD), mixer_title)
     summaries = findings.summarise(r["result"] for r in read_results(findings.RECORD))
-    first = ledger._learned_memory_sentence(capacity=tmp_path / "absent.jsonl")
+    first = ledger._learned_memory_sentence(capacity=[tmp_path / "absent.jsonl"])
     assert findings.most_learned(summaries, mixer_title) in first  # the page's own names and sentence
-    assert ledger._learned_memory_sentence(tmp_path / "absent.jsonl", tmp_path / "absent.jsonl") == ""
+    assert ledger._learned_memory_sentence(tmp_path / "absent.jsonl", [tmp_path / "absent.jsonl"]) == ""

@@ -2,9 +2,9 @@
 site's screen opens with the capacity record — its headline, its two charts, its sentences and caption — before the
 first recorded sweep, as the app's page does, with the numbers lineage.train.findings computes from the record.
 
-A sweep may be appending to data/learned_memory_capacity.jsonl while these run, so each test copies the record as it
-stands and points findings.CAPACITY_RECORD at the copy: the app, the site and the test then read the same points,
-however many there are.
+A sweep may be appending to data/learned_memory_capacity.jsonl while these run, so each test copies the record (both
+its parts, the CPU's and the GPU's) as it stands and points findings at the copies: the app, the site and the test
+then read the same points, however many there are.
 """
 
 from __future__ import annotations
@@ -22,17 +22,22 @@ from tests.app.util import rendered_markdown, run_page
 from tests.test_site import app_figures, differences, read_page, site_figures
 
 CAPACITY_CHARTS = ("learned_memory_capacity_pairs", "learned_memory_capacity_state")
+CAPACITY_GRIDS = (findings.CAPACITY_GRID, findings.CAPACITY_GPU_GRID)  # in the order of findings.capacity_records
 
 
 @pytest.fixture
 def capacity(tmp_path, monkeypatch) -> list[dict]:
-    """The capacity record's points as they stand now, read from a copy that the app and the site read too."""
+    """The capacity record's points as they stand now (the CPU's part and the GPU's), read from copies that the app
+    and the site read too."""
     if not findings.CAPACITY_RECORD.exists():
         pytest.skip("no capacity record in this copy")
-    copy = tmp_path / findings.CAPACITY_RECORD.name
-    shutil.copyfile(findings.CAPACITY_RECORD, copy)
-    monkeypatch.setattr(findings, "CAPACITY_RECORD", copy)
-    results = sweep.read_results(copy)
+    for name in ("CAPACITY_RECORD", "CAPACITY_GPU_RECORD"):
+        path = getattr(findings, name)
+        copy = tmp_path / path.name
+        if path.exists():
+            shutil.copyfile(path, copy)
+        monkeypatch.setattr(findings, name, copy)
+    results = findings.read_capacity()
     if not results:
         pytest.skip("the capacity record holds no finished point yet")
     return results
@@ -57,10 +62,13 @@ def test_the_site_opens_with_the_capacity_records_headline_and_sentences(capacit
     assert texts[start : start + len(said)] == said
     if line := findings.capacity_sentence(summaries, mixer_title):
         assert line in texts
-    grid = len(sweep.points_of(sweep.read_grid(findings.CAPACITY_GRID))[0])
+    grids = {f"data/{p.name}": len(sweep.points_of(sweep.read_grid(p))[0]) for p in CAPACITY_GRIDS}
     whole = len(sweep.points_of(sweep.read_grid(findings.CLUSTER_GRID))[0])
-    assert findings.capacity_caption(capacity, grid, whole) in texts
-    assert f"{len(capacity)} points of the {grid} in data/learned_memory_capacity_grid.json" in " ".join(texts)
+    assert findings.capacity_caption(capacity, grids, whole) in texts
+    for record, grid in zip(findings.capacity_records(), grids, strict=True):  # each part: its points, its device
+        if record.exists():
+            part = sweep.read_results(record)
+            assert f"{len(part)} points of the {grids[grid]} in {grid}" in " ".join(texts)
     keys = [f.key for f in screen.figures()]
     assert keys[:2] == list(CAPACITY_CHARTS), keys  # the capacity record first, as on the app's page
     if findings.RECORD.exists():
@@ -133,6 +141,6 @@ def test_the_app_and_the_site_show_the_same_headline_charts_and_sentences(capaci
 
 
 def test_a_copy_without_records_says_how_to_make_one_and_draws_nothing():
-    page = learned.recorded_page([], [], learned.Grids(capacity=None, cpu=0, cluster=0))
+    page = learned.recorded_page([], [], learned.Grids(capacity=None, capacity_gpu=None, cpu=0, cluster=0))
     assert page.headline is None and page.capacity == () and page.first == (learned.Note(learned.NO_RECORD),)
     assert "python -m lineage sweep data/learned_memory_grid_cpu.json" in page.first[0].text and not page.charts()

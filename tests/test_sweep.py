@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from lineage.__main__ import main
 from lineage.train import sweep
@@ -153,7 +154,14 @@ def test_the_command_runs_a_grid_and_a_second_run_only_resumes(grid, tmp_path, c
         (["--out", "{tmp}"], "is a directory"),
         (["--out", "{tmp}/r.jsonl", "--workers", "0"], "--workers must be ≥ 1, got 0"),
         (["--out", "{tmp}/r.jsonl", "--ray", "10.0.0.1:6379", "--workers", "2"], "--workers applies only on this"),
-    ],
+        (["--out", "{tmp}/r.jsonl", "--device", "gpu0"], "--device='gpu0' is not a device name; use cpu, cuda, cuda:N"),
+        (["--out", "{tmp}/r.jsonl", "--ray", "--device", "cpu"], "--device applies only on this machine's pool"),
+    ]
+    + (
+        []
+        if torch.cuda.is_available()
+        else [(["--out", "{tmp}/r.jsonl", "--device", "cuda"], "--device='cuda' but CUDA is not available")]
+    ),
 )
 def test_the_command_refuses_bad_requests_before_any_work(grid, tmp_path, capsys, extra, message):
     argv = ["sweep", str(grid), *[x.format(tmp=tmp_path) for x in extra]]
@@ -194,3 +202,22 @@ def test_stopping_the_command_keeps_every_finished_point_and_says_so(grid, tmp_p
     assert proc.returncode == 130, err
     assert f"interrupted: 4 of 5 finished point(s) kept in {out}. Run the same command to resume." in err
     assert len(sweep.read_results(out)) == 4 and "Traceback" not in err
+
+
+def test_a_points_device_is_where_it_trains_and_not_part_of_its_key(grid, monkeypatch):
+    """``--device`` reaches the training call; the key leaves it out, so a record names its device in each result
+    and is kept in a file of its own rather than told apart by key."""
+    on_cpu, _ = sweep.points_of(sweep.read_grid(grid))
+    on_gpu, _ = sweep.points_of(sweep.read_grid(grid), device="cuda")
+    assert [p.key for p in on_cpu] == [p.key for p in on_gpu]
+    assert {p.device for p in on_cpu} == {"cpu"} and {p.device for p in on_gpu} == {"cuda"}
+    asked = []
+
+    def fake_train(task, model, cfg, *, seed, device):
+        asked.append(device)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr("lineage.train.loop.train", fake_train)
+    with pytest.raises(RuntimeError, match="stop here"):
+        sweep.run_point(on_gpu[0])
+    assert asked == ["cuda"]

@@ -114,8 +114,10 @@ class Caps:
 #   tensors live in GPU memory and the host keeps a few KB of summaries, so a GPU gets tens of thousands of tokens:
 #   65,536. There each input is 134 MB (4 heads × 65,536 × 128 × 4 bytes) and the chunked form's one span of every
 #   chunk held 370–500 MB above its inputs at T 16,384 (measured on the CPU with chunk_memory's span set to all
-#   chunks, as on a GPU, C = 64): about 2.7 GB of GPU memory per run at the cap, linear in T. Not timed on a GPU yet
-#   (none was lent to the session that set it): scripts/measure_caps.py --scale measures these runs where CUDA is.
+#   chunks, as on a GPU, C = 64): about 2.7 GB of GPU memory per run at the cap, linear in T. Measured on a lent
+#   NVIDIA H200 (scripts/measure_caps.py, torch 2.11, 2026-12-04, median of 2): peak GPU memory 1.95-2.72 GB per
+#   stage at the cap (KDA and Gated DeltaNet-2 the most), 0.18 s (linear attention, Mamba-2) to 0.77 s (KDA), with
+#   a few MB of host memory; the same script's other runs there took 0.04-0.42 s (the hybrid decode the longest).
 # - scale_head_dims: real layers use 64–128 (Llama-3-8B and Kimi Linear's KDA: 128, from their configs as quoted in
 #   lineage.measure.footprints.MODELS). A CPU pays for the state upkeep (≈ 2·T·K·V per head) in time and for every
 #   input in memory: 32 and 64 there; a GPU gets 64 and 128. The first steps drawn exactly shrink with K
@@ -126,7 +128,8 @@ class Caps:
 #   took 25–80 ms for softmax and 80–250 ms for KDA on the busy 2-core machine (`python -m lineage train
 #   --throughput`, 1 thread, load average 6–7). 600 steps is about what the delta-rule layers needed for 4 pairs in
 #   the recorded run (525–600); 45 s bounds what one visitor's press takes from a shared server, and binds first for
-#   the slower layers on a busy CPU. A GPU runs the same steps several times faster: 3,000 steps, 60 s, all 8 mixers.
+#   the slower layers on a busy CPU. A GPU runs the same steps several times faster: 3,000 steps, 60 s, all 8 mixers
+#   (on a lent H200, 14 trainings at once, a 2,000-step capacity-record point of width 64 at 64 tokens took 59-186 s).
 CPU_RUN = Cost(mb=150.0, seconds=1.5)
 _CPU_CAPS = Caps(
     T=64,

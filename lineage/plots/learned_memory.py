@@ -1,5 +1,5 @@
 """The Learned memory page's recorded part, composed once for the app (``app_pages/learned_memory.py``) and the static
-site (:mod:`lineage.site`): the headline, then the capacity record (:data:`lineage.train.findings.CAPACITY_RECORD`)
+site (:mod:`lineage.site`): the headline, then the capacity record (:func:`lineage.train.findings.read_capacity`)
 and the first recorded sweep (:data:`lineage.train.findings.RECORD`), each as blocks in page order — headings,
 sentences, captions and the charts of :func:`lineage.plots.accuracy_sweep` with their keys and alt texts.
 
@@ -39,7 +39,8 @@ NO_RECORD = (
 )
 
 CPU_GRID = findings.DATA / "learned_memory_grid_cpu.json"  # the part of the cluster grid the first sweep ran
-GRID_FILES = (findings.CAPACITY_GRID, CPU_GRID, findings.CLUSTER_GRID)  # the order of Grids' fields
+# the order of Grids' fields
+GRID_FILES = (findings.CAPACITY_GRID, findings.CAPACITY_GPU_GRID, CPU_GRID, findings.CLUSTER_GRID)
 
 
 # ---- blocks ---------------------------------------------------------------------------------------------------------
@@ -87,8 +88,14 @@ class Grids:
     """How many points each grid file holds: the captions say how much of its grid a record ran."""
 
     capacity: int | None  # data/learned_memory_capacity_grid.json; None where this copy lacks it
+    capacity_gpu: int | None  # data/learned_memory_capacity_gpu_grid.json; None where this copy lacks it
     cpu: int  # data/learned_memory_grid_cpu.json; 0 where absent
     cluster: int  # data/learned_memory_grid.json; 0 where absent
+
+    def capacity_grids(self) -> dict[str, int]:
+        """The capacity record's grid files this copy has, by the name its commands give them, with their sizes."""
+        named = ((findings.CAPACITY_GRID, self.capacity), (findings.CAPACITY_GPU_GRID, self.capacity_gpu))
+        return {f"data/{path.name}": n for path, n in named if n is not None}
 
 
 @dataclass(frozen=True)
@@ -123,8 +130,8 @@ def grid_size(path: str | Path) -> int | None:
 def grids(size: Callable[[Path], int | None] = grid_size) -> Grids:
     """The sizes of :data:`GRID_FILES`, each by ``size`` (the app passes one that caches: the cluster grid takes
     seconds to expand)."""
-    capacity, cpu, cluster = (size(path) for path in GRID_FILES)
-    return Grids(capacity, cpu or 0, cluster or 0)
+    capacity, capacity_gpu, cpu, cluster = (size(path) for path in GRID_FILES)
+    return Grids(capacity, capacity_gpu, cpu or 0, cluster or 0)
 
 
 # ---- the page ----------------------------------------------------------------------------------------------------
@@ -204,10 +211,9 @@ def capacity_section(results: Sequence[dict], summaries: Sequence[findings.Summa
         )
         if said := findings.capacity_sentence(summaries, mixer_title):
             blocks.append(Line(said))
-    grid = len(results) if sizes.capacity is None else sizes.capacity
     blocks += [
         Caption(findings.memory_caption(summaries, mixer_title)),
-        Caption(findings.capacity_caption(results, grid, sizes.cluster)),
+        Caption(findings.capacity_caption(results, sizes.capacity_grids(), sizes.cluster)),
     ]
     return tuple(blocks)
 

@@ -460,12 +460,12 @@ def _learned_blocks(block) -> list[Block]:
 
 def learned_memory_screen() -> Screen:
     """The Learned memory page's recorded part as the app shows it (lineage.plots.learned_memory): the headline, the
-    page's prose, the capacity record (data/learned_memory_capacity.jsonl), then the first recorded sweep
-    (data/learned_memory_sweep.jsonl), each with its charts and the sentences computed from it."""
+    page's prose, the capacity record (data/learned_memory_capacity.jsonl and its GPU part), then the first recorded
+    sweep (data/learned_memory_sweep.jsonl), each with its charts and the sentences computed from it."""
     from lineage.plots import learned_memory as learned
     from lineage.train import findings
 
-    page = learned.recorded_page(learned.read(findings.RECORD), learned.read(findings.CAPACITY_RECORD), learned.grids())
+    page = learned.recorded_page(learned.read(findings.RECORD), findings.read_capacity(), learned.grids())
     blocks: list[Block] = []
     if point := page.headline:
         blocks += [Claim(point.claim), Metric(point.label, point.shown)]

@@ -428,11 +428,12 @@ def _decay_starts_after_write() -> float:
     return float(S[0, 0, 0, 0])
 
 
-def _learned_memory_sentence(record: Path = findings.RECORD, capacity: Path = findings.CAPACITY_RECORD) -> str:
+def _learned_memory_sentence(record: Path = findings.RECORD, capacity: Sequence[Path] | None = None) -> str:
     """What the Learned memory page's records show about trained mechanisms (:func:`findings.ledger_sentence`: the
-    capacity record's KDA against Gated DeltaNet, else the first record's), named as that page names them."""
+    capacity record's KDA against Gated DeltaNet, else the first record's), named as that page names them.
+    ``capacity``: the capacity record's files (default :func:`findings.capacity_records`)."""
     return findings.ledger_sentence(
-        read_results(capacity) if capacity.exists() else [],
+        findings.read_capacity(capacity),
         read_results(record) if record.exists() else [],
         mixer_title,
     )

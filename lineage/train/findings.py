@@ -17,7 +17,7 @@ sentences about who falls where, and what the delta rule and the gates buy, are 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,25 @@ RECORD = DATA / "learned_memory_sweep.jsonl"
 CAPACITY_RECORD = DATA / "learned_memory_capacity.jsonl"
 CAPACITY_GRID = DATA / "learned_memory_capacity_grid.json"
 CLUSTER_GRID = DATA / "learned_memory_grid.json"
+# The capacity record's part a lent GPU recorded (python -m lineage sweep data/learned_memory_capacity_gpu_grid.json
+# --out data/learned_memory_capacity_gpu.jsonl --device cuda --workers 14): the same model, task and stopping rule,
+# for the mechanisms, pair counts, width and seed the CPU's part leaves out; points of the cluster grid too
+CAPACITY_GPU_RECORD = DATA / "learned_memory_capacity_gpu.jsonl"
+CAPACITY_GPU_GRID = DATA / "learned_memory_capacity_gpu_grid.json"
+
+
+def capacity_records() -> tuple[Path, Path]:
+    """The capacity record's files, the CPU's part first (read when asked, so a test can point either elsewhere)."""
+    return CAPACITY_RECORD, CAPACITY_GPU_RECORD
+
+
+def read_capacity(paths: Sequence[Path] | None = None) -> list[dict]:
+    """The capacity record's finished points: every file of :func:`capacity_records` (or ``paths``) that this copy
+    has, one after the other. Each point's result names the device it trained on, and its run the grid file."""
+    from lineage.train.sweep import read_results
+
+    return [r for path in (capacity_records() if paths is None else paths) if path.exists() for r in read_results(path)]
+
 
 MQAR_SOURCES = {
     "zoology": "Zoology (Arora et al. 2023, arXiv 2312.04927)",
@@ -723,14 +742,43 @@ def repo_relative(command: str) -> str:
     )
 
 
-def capacity_caption(results: Sequence[dict], grid_points: int, cluster_points: int) -> str:
-    """Where the capacity record's points come from: how many of its grid's, which machine, sessions and load, the
-    command that resumes it, and what is left for the cluster grid."""
+def grid_of(command: str) -> str:
+    """The grid file a recorded sweep command ran, as written from the repository's root."""
+    words = repo_relative(command).split(" ")
+    return words[words.index("sweep") + 1] if "sweep" in words[:-1] else "?"
+
+
+def capacity_caption(results: Sequence[dict], grid_points: Mapping[str, int], cluster_points: int) -> str:
+    """Where the capacity record's points come from, one sentence per grid file it ran (each device's part): how
+    many of that grid's points, which machine and device, sessions and load, the command that resumes it; then the
+    stopping rule and what is left for the cluster grid. ``grid_points``: each grid file's size, by its name as the
+    commands write it (a grid missing there counts its recorded points)."""
+    parts: dict[str, list[dict]] = {}
+    for r in results:
+        parts.setdefault(grid_of(r["run"]["command"]), []).append(r)
+    said = [_record_part(grid, rs, grid_points.get(grid, len(rs))) for grid, rs in parts.items()]
+    train = results[0]["result"]["train"]
+    return (
+        " ".join(said)
+        + f" Each point trains until {train['target_accuracy']:.0%} held-out accuracy, or until none of its last "
+        f"{train['patience']} evaluations (every {train['eval_every']} steps) is {train['min_delta'] * 100:.0f} point "
+        f"above the best before them, or {train['max_steps']:,} steps. The cluster grid "
+        f"(data/learned_memory_grid.json, {cluster_points:,} points in all) adds more seeds, learning rates and "
+        "widths; of its points only those above are drawn."
+    )
+
+
+def _record_part(grid: str, results: Sequence[dict], grid_points: int) -> str:
+    """One grid file's part of the capacity record in a sentence (:func:`capacity_caption`)."""
     sessions = sorted({r["run"]["started"]: r["run"] for r in results}.items())
     commands = list(dict.fromkeys(repo_relative(r["run"]["command"]) for r in results))
     run = sessions[0][1]
     runners = " and ".join(dict.fromkeys(r["run"]["runner"] for r in results))
     first = results[0]["result"]
+    devices = " and ".join(dict.fromkeys(r["result"]["device"] for r in results))
+    torches = " and ".join(dict.fromkeys(r["result"]["torch_version"] for r in results))
+    load = run["load_average"][0]
+    shared = ": other work shared the machine" if load > 0.75 * run["cpu_count"] else ""
     left = grid_points - len(results)
     rest = (
         f" The other {left} points of that grid were not run in the time this record had; the same command resumes it."
@@ -738,17 +786,12 @@ def capacity_caption(results: Sequence[dict], grid_points: int, cluster_points: 
         else ""
     )
     return (
-        f"{len(results)} points of the {grid_points} in data/learned_memory_capacity_grid.json, recorded on "
-        f"{run['machine']} ({run['cpu_count']} cores, {runners}, {first['threads']} torch thread per point, "
-        f"load average {run['load_average'][0]:.1f} when it started: other work shared the machine), device "
-        f"{first['device']}, torch {first['torch_version']}, in {len(sessions)} session"
+        f"{len(results)} points of the {grid_points} in {grid}, recorded on {run['machine']} ({run['cpu_count']} "
+        f"cores, {runners}, {first['threads']} torch thread per point, load average {load:.1f} when it started"
+        f"{shared}), device {devices}, torch {torches}, in {len(sessions)} session"
         f"{'s' if len(sessions) != 1 else ''} from {sessions[0][0]}, with "
         + " and ".join(f"`{c}`" for c in commands)
-        + f".{rest} Each point trains until {first['train']['target_accuracy']:.0%} held-out accuracy, or until "
-        f"none of its last {first['train']['patience']} evaluations (every {first['train']['eval_every']} steps) is "
-        f"{first['train']['min_delta'] * 100:.0f} point above the best before them, or {first['train']['max_steps']:,} "
-        f"steps. More seeds, learning rates and widths ({cluster_points:,} points in all) are the cluster grid's "
-        "(data/learned_memory_grid.json): none of those is drawn here."
+        + f".{rest}"
     )
 
 
@@ -774,13 +817,12 @@ def pointer_sentence(capacity: Sequence[dict], title) -> str:
     return "" if point is None else point.claim
 
 
-def capacity_pointer(path: Path = CAPACITY_RECORD) -> str:
-    """:func:`pointer_sentence` of the capacity record on disk, mechanisms named as the Learned memory page names
-    them; empty where this copy has no record."""
+def capacity_pointer(paths: Sequence[Path] | None = None) -> str:
+    """:func:`pointer_sentence` of the capacity record on disk (:func:`read_capacity`), mechanisms named as the
+    Learned memory page names them; empty where this copy has no record."""
     from lineage.models.lm import mixer_title
-    from lineage.train.sweep import read_results
 
-    return pointer_sentence(read_results(path), mixer_title) if path.exists() else ""
+    return pointer_sentence(results, mixer_title) if (results := read_capacity(paths)) else ""
 
 
 # ---- the Learned memory page's words and sentences, apart from the page so they can be tested ----------------------

@@ -19,7 +19,9 @@ the same function, the same file: Zoology's own launcher sends its sweeps to Ray
 anything itself: a pool or Ray hands out the points.
 
 Each point runs with a fixed number of torch threads (1 by default), so on a CPU its losses are bit-for-bit the
-same whichever runner ran it, and a test checks exactly that.
+same whichever runner ran it, and a test checks exactly that. ``--device cuda`` runs the local pool's points on a GPU
+instead (the same weights and batches, drawn on the CPU; each result names its device); neither the device nor the
+threads are part of a point's key, so a record of one device is kept in a file of its own.
 """
 
 from __future__ import annotations
@@ -108,10 +110,12 @@ class Point:
     train: dict
     seed: int
     threads: int = 1
+    device: str = "cpu"  # where it trains: "cpu", "cuda", "cuda:1", ...
 
     @property
     def key(self) -> str:
-        """A stable name for the point: a hash of its task, model, training settings and seed (not its threads).
+        """A stable name for the point: a hash of its task, model, training settings and seed (not its threads nor
+        its device).
         Settings added to training after a record was made (:data:`ADDED_SETTINGS`) count only when switched on, so
         that record's points keep their keys and a resumed sweep still skips them."""
         train = self.train
@@ -126,7 +130,7 @@ class Point:
 ADDED_SETTINGS = {"patience": 0}
 
 
-def points_of(blocks: Sequence[Block], threads: int = 1) -> tuple[list[Point], int]:
+def points_of(blocks: Sequence[Block], threads: int = 1, device: str = "cpu") -> tuple[list[Point], int]:
     """Every valid point of the blocks, in order and without repeats, and how many impossible ones were left out."""
     from lineage.models.lm import LMConfig
     from lineage.train.loop import TrainConfig
@@ -156,13 +160,13 @@ def points_of(blocks: Sequence[Block], threads: int = 1) -> tuple[list[Point], i
                             for lr in b.lrs:
                                 cfg = asdict(TrainConfig(**{**asdict(train), "lr": float(lr)}))
                                 for seed in b.seeds:
-                                    p = Point(task.to_dict(), model.to_dict(), cfg, int(seed), threads)
+                                    p = Point(task.to_dict(), model.to_dict(), cfg, int(seed), threads, device)
                                     out.setdefault(p.key, p)
     return list(out.values()), skipped
 
 
 def run_point(point: Point) -> dict:
-    """Train the point on the CPU with its thread count; its result as a dict (the job a pool or Ray runs)."""
+    """Train the point on its device with its thread count; its result as a dict (the job a pool or Ray runs)."""
     import torch
 
     from lineage.models.lm import LMConfig
@@ -171,7 +175,11 @@ def run_point(point: Point) -> dict:
 
     torch.set_num_threads(point.threads)
     result = train(
-        TaskConfig(**point.task), LMConfig(**point.model), TrainConfig(**point.train), seed=point.seed, device="cpu"
+        TaskConfig(**point.task),
+        LMConfig(**point.model),
+        TrainConfig(**point.train),
+        seed=point.seed,
+        device=point.device,
     )
     return result.to_dict()
 
@@ -334,9 +342,9 @@ def default_workers(threads: int = 1) -> int:
 MAX_CALIBRATED = 24  # model shapes timed before a sweep starts; a grid with more gets the caps' bound only
 
 
-def step_seconds(task: dict, model: dict, train: dict, threads: int = 1, steps: int = 2) -> float:
+def step_seconds(task: dict, model: dict, train: dict, threads: int = 1, steps: int = 2, device: str = "cpu") -> float:
     """Seconds of one training step of this shape on this machine now: the median of ``steps`` steps after one
-    warm-up step (:func:`lineage.train.loop.train_step`, the step training takes)."""
+    warm-up step (:func:`lineage.train.loop.train_step`, the step training takes, which waits for its loss)."""
     import statistics
     import time
 
@@ -349,13 +357,14 @@ def step_seconds(task: dict, model: dict, train: dict, threads: int = 1, steps: 
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        lm = LM(LMConfig(**model), 0)
+        lm = LM(LMConfig(**model), 0).to(device)
         opt, sched = optimiser(lm, TrainConfig(**train))
         batch = make_batch(TaskConfig(**task), train["batch_size"], 0)
+        tokens, targets = batch.tokens.to(device), batch.targets.to(device)
         times = []
         for _ in range(steps + 1):
             start = time.perf_counter()
-            train_step(lm, opt, sched, batch.tokens, batch.targets)
+            train_step(lm, opt, sched, tokens, targets)
             times.append(time.perf_counter() - start)
         return statistics.median(times[1:])
     finally:
@@ -369,7 +378,7 @@ def estimate(points: Sequence[Point], workers: int) -> str:
         return "nothing to run"
 
     def shape(p: Point) -> str:  # what a step's time depends on
-        return json.dumps([p.task, p.model, p.train["batch_size"], p.threads], sort_keys=True)
+        return json.dumps([p.task, p.model, p.train["batch_size"], p.threads, p.device], sort_keys=True)
 
     shapes: dict[str, Point] = {}
     for p in points:
@@ -379,7 +388,7 @@ def estimate(points: Sequence[Point], workers: int) -> str:
     head = f"{len(points)} point(s) to run, each until its target or its budget ({budget:,} steps at most)"
     if len(shapes) > MAX_CALIBRATED:
         return f"{head}: at most {duration(cap)} on {workers} worker(s) by the time caps ({len(shapes)} shapes)"
-    per_shape = {k: step_seconds(p.task, p.model, p.train, p.threads) for k, p in shapes.items()}
+    per_shape = {k: step_seconds(p.task, p.model, p.train, p.threads, device=p.device) for k, p in shapes.items()}
     full = sum(min(p.train["max_seconds"], p.train["max_steps"] * per_shape[shape(p)]) for p in points)
     return (
         f"{head}: at most about {duration(full / workers)} on {workers} worker(s) if every point used its whole "

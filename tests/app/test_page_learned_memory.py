@@ -18,9 +18,10 @@ from ui.nav import PAGES
 RECORD = ROOT / "data" / "learned_memory_sweep.jsonl"
 RESULTS = [r["result"] for r in sweep.read_results(RECORD)]
 SUMMARIES = findings.summarise(RESULTS)
-CAPACITY = sweep.read_results(findings.CAPACITY_RECORD) if findings.CAPACITY_RECORD.exists() else []
+CAPACITY = findings.read_capacity()  # the CPU's part and the GPU's
 CAPACITY_SUMMARIES = findings.summarise(r["result"] for r in CAPACITY)
 needs_capacity = pytest.mark.skipif(not CAPACITY, reason="no capacity record in this copy")
+CAPACITY_GRIDS = (findings.CAPACITY_GRID, findings.CAPACITY_GPU_GRID)  # in the order of findings.capacity_records
 
 
 def tiny(at, **changes):
@@ -235,11 +236,15 @@ def test_every_capacity_sentence_is_computed_from_the_record_and_the_caption_say
         CAPACITY_SUMMARIES, mixer_title
     )
     assert said and all(f"- {line}" in shown for line in said)
-    grid = len(sweep.points_of(sweep.read_grid(findings.CAPACITY_GRID))[0])
+    grids = {f"data/{p.name}": len(sweep.points_of(sweep.read_grid(p))[0]) for p in CAPACITY_GRIDS}
     whole = len(sweep.points_of(sweep.read_grid(findings.CLUSTER_GRID))[0])
     captions = " ".join(c.value for c in at.caption)
-    assert findings.capacity_caption(CAPACITY, grid, whole) in captions
-    assert f"{len(CAPACITY)} points of the {grid} in data/learned_memory_capacity_grid.json" in captions
+    assert findings.capacity_caption(CAPACITY, grids, whole) in captions
+    for record, grid in zip(findings.capacity_records(), grids, strict=True):  # each part: its points, its device
+        if record.exists():
+            part = sweep.read_results(record)
+            assert f"{len(part)} points of the {grids[grid]} in {grid}" in captions
+            assert f"device {part[0]['result']['device']}" in captions
     n, at_n = findings.capacity_rows(CAPACITY_SUMMARIES)
     fig = figure(at, f"MQAR, {n} pairs: accuracy against the numbers one layer carries")
     recorded = [t for t in fig["data"] if t["name"].endswith("(recorded)")]
