@@ -192,6 +192,18 @@ def test_a_state_that_falls_when_narrowed_while_the_cache_holds_is_the_headline_
     assert not findings.capacity_headline(both, title).claim.startswith("Shrink the state")
 
 
+def test_a_headline_over_points_with_different_seed_counts_names_those_that_rest_on_one():
+    wide = capacity(softmax=(1, 1, 1), deltanet=(1, 1, 0.995))  # two seeds each
+    narrow = [
+        fake(m, a, pairs=16, seed=0, T=64, width=32, patience=10, curve=FLAT)
+        for m, a in (("softmax", 1), ("deltanet", 0.2))
+    ]
+    point = findings.capacity_headline(findings.summarise(wide + narrow), title)
+    assert point.claim.startswith("Shrink the state")
+    assert "one seed only: deltanet at 16 pairs and width 32, softmax at 16 pairs and width 32." in point.claim
+    assert "width 64" not in point.claim.split("one seed only")[1], "the wide point has two seeds"
+
+
 def test_the_headline_says_which_of_its_points_were_still_rising_at_their_budget():
     lines = capacity(softmax=(1, 1, 1)) + [
         fake("kda", 0.6, pairs=n, seed=s, T=64, patience=10, curve=RISING) for n in (4, 8, 16) for s in (0, 1)

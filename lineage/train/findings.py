@@ -541,19 +541,19 @@ def _notes(xs: Sequence[Summary], title) -> list[str]:
     """The caveats of a claim resting on ``xs`` that states no evidence of its own: still-rising budget points (named
     as ``title`` names them), one seed. A sentence that gives each setting's evidence has them there already."""
     notes = []
-    if rising := [x for x in xs if x.still_rising]:
-        widths = len({x.setting.width for x in xs}) > 1  # a claim across widths names each point's
-        notes.append(
-            "still rising when the budget ran out: "
-            + ", ".join(
-                f"{title(x.setting.mixer)} at {x.setting.n_pairs} pairs"
-                + (f" and width {x.setting.width}" if widths else "")
-                for x in rising
-            )
-            + ", so those are lower bounds"
+    widths = len({x.setting.width for x in xs}) > 1  # a claim across widths names each point's
+
+    def named(ys: Sequence[Summary]) -> str:
+        return ", ".join(
+            f"{title(y.setting.mixer)} at {y.setting.n_pairs} pairs"
+            + (f" and width {y.setting.width}" if widths else "")
+            for y in ys
         )
-    if any(len(x.seeds) == 1 for x in xs):
-        notes.append("rests on one seed")
+
+    if rising := [x for x in xs if x.still_rising]:
+        notes.append(f"still rising when the budget ran out: {named(rising)}, so those are lower bounds")
+    if single := [x for x in xs if len(x.seeds) == 1]:
+        notes.append("rests on one seed" if len(single) == len(xs) else f"one seed only: {named(single)}")
     return notes
 
 
