@@ -24,7 +24,6 @@ from ui.running import BUSY_TEXT, run_or_stop, stop_page
 from ui.session import device_label, seed
 
 RECORD = findings.RECORD  # python -m lineage sweep data/learned_memory_grid_cpu.json --out …
-# the capacity record: a CPU's part (data/learned_memory_capacity_grid.json) and a lent GPU's (…_gpu_grid.json)
 
 
 @st.cache_data(max_entries=6, ttl=3600, show_spinner=False)
@@ -77,6 +76,7 @@ st.title("Learned memory")
 # The page's point first, computed from the capacity record (lineage.train.findings.capacity_headline), or without
 # one from the first recorded sweep (findings.headline); the sections below come from the same composition
 recorded = read(RECORD)  # the re-run picker offers its points
+# the capacity record: a CPU's part (data/learned_memory_capacity.jsonl) and a lent GPU's (…_capacity_gpu.jsonl)
 capacity = [r for path in findings.capacity_records() for r in read(path)]
 page = learned.recorded_page(recorded, capacity, learned.grids(cached_size))
 if point := page.headline:
