@@ -56,7 +56,8 @@ step bench 130 "$PYTHON" -m lineage bench --threads 1 --json "$OUT/bench.json"
 step decode 60 "$PYTHON" -m lineage bench decode --threads 1 --json "$OUT/decode.json"
 step caps 80 "$PYTHON" scripts/measure_caps.py --repeats 2 --json "$OUT/caps.json"
 
-# the sweep: copy the record out after each finished point, so a stop at the limit loses only the points in flight
+# the sweep: copy the record out every 10 s and at the end (the sweep writes each point as it finishes, so a stop at
+# the limit loses only the points in flight)
 (while sleep 10; do cp -f "$RECORD" "$OUT/" 2>/dev/null; done) &
 copier=$!
 step sweep $((TOTAL_SECONDS - SECONDS - 10)) "$PYTHON" -m lineage sweep "$GRID" --out "$RECORD" --device "$DEVICE" \

@@ -129,7 +129,8 @@ class Caps:
 #   --throughput`, 1 thread, load average 6–7). 600 steps is about what the delta-rule layers needed for 4 pairs in
 #   the recorded run (525–600); 45 s bounds what one visitor's press takes from a shared server, and binds first for
 #   the slower layers on a busy CPU. A GPU runs the same steps several times faster: 3,000 steps, 60 s, all 8 mixers
-#   (on a lent H200, 14 trainings at once, a 2,000-step capacity-record point of width 64 at 64 tokens took 59-186 s).
+#   (on a lent H200, 14 trainings at once, a capacity-record point of width 64 at 64 tokens that ran its whole 2,000
+#   steps took 108-171 s).
 CPU_RUN = Cost(mb=150.0, seconds=1.5)
 _CPU_CAPS = Caps(
     T=64,
