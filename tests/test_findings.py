@@ -3,6 +3,7 @@ the numbers (flip the numbers and the verdict flips)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 
 import pytest
@@ -504,3 +505,15 @@ def test_rising_points_of_a_claim_across_two_widths_are_named_with_their_width()
     assert (
         "DELTANET at 16 pairs and width 64, DELTANET at 16 pairs and width 32, so those are lower bounds" in point.claim
     )
+
+
+def test_each_part_of_the_capacity_record_is_paired_with_the_grid_whose_command_writes_it():
+    """capacity_parts is the one list of the record's parts: each grid file's own description names its record, and
+    the records and grids the rest of the app reads come from it, in its order."""
+    parts = findings.capacity_parts()
+    assert parts and len({record for record, _ in parts}) == len(parts) == len({grid for _, grid in parts})
+    for record, grid in parts:
+        if grid.exists():
+            assert f"data/{record.name}" in json.loads(grid.read_text())["about"], (record, grid)
+    assert findings.capacity_records() == tuple(record for record, _ in parts)
+    assert findings.capacity_grids() == tuple(grid for _, grid in parts)

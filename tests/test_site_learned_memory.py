@@ -22,7 +22,7 @@ from tests.app.util import rendered_markdown, run_page
 from tests.test_site import app_figures, differences, read_page, site_figures
 
 CAPACITY_CHARTS = ("learned_memory_capacity_pairs", "learned_memory_capacity_state")
-CAPACITY_GRIDS = (findings.CAPACITY_GRID, findings.CAPACITY_GPU_GRID)  # in the order of findings.capacity_records
+CAPACITY_GRIDS = findings.capacity_grids()  # in the order of findings.capacity_records
 
 
 @pytest.fixture
@@ -141,6 +141,6 @@ def test_the_app_and_the_site_show_the_same_headline_charts_and_sentences(capaci
 
 
 def test_a_copy_without_records_says_how_to_make_one_and_draws_nothing():
-    page = learned.recorded_page([], [], learned.Grids(capacity=None, capacity_gpu=None, cpu=0, cluster=0))
+    page = learned.recorded_page([], [], learned.Grids(capacity={}, cpu=0, cluster=0))
     assert page.headline is None and page.capacity == () and page.first == (learned.Note(learned.NO_RECORD),)
     assert "python -m lineage sweep data/learned_memory_grid_cpu.json" in page.first[0].text and not page.charts()

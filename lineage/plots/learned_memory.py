@@ -10,7 +10,7 @@ needs a live session (re-running a recorded point, training here) stays in the a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -39,8 +39,6 @@ NO_RECORD = (
 )
 
 CPU_GRID = findings.DATA / "learned_memory_grid_cpu.json"  # the part of the cluster grid the first sweep ran
-# the order of Grids' fields
-GRID_FILES = (findings.CAPACITY_GRID, findings.CAPACITY_GPU_GRID, CPU_GRID, findings.CLUSTER_GRID)
 
 
 # ---- blocks ---------------------------------------------------------------------------------------------------------
@@ -87,15 +85,10 @@ Block = Heading | Line | Caption | Chart | Details | Note
 class Grids:
     """How many points each grid file holds: the captions say how much of its grid a record ran."""
 
-    capacity: int | None  # data/learned_memory_capacity_grid.json; None where this copy lacks it
-    capacity_gpu: int | None  # data/learned_memory_capacity_gpu_grid.json; None where this copy lacks it
+    capacity: Mapping[str, int]  # the grids of the capacity record's parts this copy has, by the name their commands
+    # give them (data/learned_memory_capacity_grid.json, …_capacity_gpu_grid.json), in the order of the parts
     cpu: int  # data/learned_memory_grid_cpu.json; 0 where absent
     cluster: int  # data/learned_memory_grid.json; 0 where absent
-
-    def capacity_grids(self) -> dict[str, int]:
-        """The capacity record's grid files this copy has, by the name its commands give them, with their sizes."""
-        named = ((findings.CAPACITY_GRID, self.capacity), (findings.CAPACITY_GPU_GRID, self.capacity_gpu))
-        return {f"data/{path.name}": n for path, n in named if n is not None}
 
 
 @dataclass(frozen=True)
@@ -128,10 +121,12 @@ def grid_size(path: str | Path) -> int | None:
 
 
 def grids(size: Callable[[Path], int | None] = grid_size) -> Grids:
-    """The sizes of :data:`GRID_FILES`, each by ``size`` (the app passes one that caches: the cluster grid takes
-    seconds to expand)."""
-    capacity, capacity_gpu, cpu, cluster = (size(path) for path in GRID_FILES)
-    return Grids(capacity, capacity_gpu, cpu or 0, cluster or 0)
+    """The sizes of the grid files: the capacity record's parts' (:func:`lineage.train.findings.capacity_grids`), the
+    first sweep's and the cluster's, each by ``size`` (the app passes one that caches: the cluster grid takes seconds to
+    expand)."""
+    parts = {f"data/{path.name}": size(path) for path in findings.capacity_grids()}
+    capacity = {name: n for name, n in parts.items() if n is not None}
+    return Grids(capacity, size(CPU_GRID) or 0, size(findings.CLUSTER_GRID) or 0)
 
 
 # ---- the page ----------------------------------------------------------------------------------------------------
@@ -213,7 +208,7 @@ def capacity_section(results: Sequence[dict], summaries: Sequence[findings.Summa
             blocks.append(Line(said))
     blocks += [
         Caption(findings.memory_caption(summaries, mixer_title)),
-        Caption(findings.capacity_caption(results, sizes.capacity_grids(), sizes.cluster)),
+        Caption(findings.capacity_caption(results, sizes.capacity, sizes.cluster)),
     ]
     return tuple(blocks)
 

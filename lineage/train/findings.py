@@ -38,9 +38,20 @@ CAPACITY_GPU_RECORD = DATA / "learned_memory_capacity_gpu.jsonl"
 CAPACITY_GPU_GRID = DATA / "learned_memory_capacity_gpu_grid.json"
 
 
-def capacity_records() -> tuple[Path, Path]:
-    """The capacity record's files, the CPU's part first (read when asked, so a test can point either elsewhere)."""
-    return CAPACITY_RECORD, CAPACITY_GPU_RECORD
+def capacity_parts() -> tuple[tuple[Path, Path], ...]:
+    """The capacity record's parts, the CPU's first: each part's record file and the grid file its command runs. The
+    one list of them (read when asked, so a test can point a record elsewhere); a third part is one more pair here."""
+    return (CAPACITY_RECORD, CAPACITY_GRID), (CAPACITY_GPU_RECORD, CAPACITY_GPU_GRID)
+
+
+def capacity_records() -> tuple[Path, ...]:
+    """The capacity record's files, in the order of :func:`capacity_parts`."""
+    return tuple(record for record, _ in capacity_parts())
+
+
+def capacity_grids() -> tuple[Path, ...]:
+    """The grid files of the capacity record's parts, in the order of :func:`capacity_parts`."""
+    return tuple(grid for _, grid in capacity_parts())
 
 
 def read_capacity(paths: Sequence[Path] | None = None) -> list[dict]:

@@ -21,7 +21,7 @@ SUMMARIES = findings.summarise(RESULTS)
 CAPACITY = findings.read_capacity()  # the CPU's part and the GPU's
 CAPACITY_SUMMARIES = findings.summarise(r["result"] for r in CAPACITY)
 needs_capacity = pytest.mark.skipif(not CAPACITY, reason="no capacity record in this copy")
-CAPACITY_GRIDS = (findings.CAPACITY_GRID, findings.CAPACITY_GPU_GRID)  # in the order of findings.capacity_records
+CAPACITY_GRIDS = findings.capacity_grids()  # in the order of findings.capacity_records
 
 
 def tiny(at, **changes):
