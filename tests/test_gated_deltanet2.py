@@ -13,6 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from lineage.ops import recurrence
 from lineage.ops.gated_deltanet import gated_deltanet
 from lineage.ops.gated_deltanet2 import (
     chunk_gated_deltanet2,
@@ -294,6 +295,29 @@ def test_gradients_of_the_chunked_form_equal_the_loops(case):
         assert torch.isfinite(grads["chunk"][n]).all(), n
         assert_close(grads["chunk"][n], grad, what=f"d/d{n}")
         assert grad.abs().max() > 0, n  # every input reaches the loss
+
+
+@pytest.mark.parametrize("slab", [1, 12, 1000])
+def test_spans_of_chunks_change_nothing_but_speed(slab, monkeypatch):
+    """On a CPU the chunked form runs spans of recurrence.span_chunks chunks, the state carried between them: spans of
+    one chunk, of a few, and of every chunk give the paper's outputs, final state and the loop's gradients."""
+    monkeypatch.setattr(recurrence, "CPU_SLAB", slab)
+    x = inputs(B=1, H=2, T=45, K=4, V=3, gate="wipe")
+    assert recurrence.span_chunks(torch.device("cpu"), 7, 2) == max(1, slab * torch.get_num_threads() // 2)
+    o_ref, S_ref = paper_reference(
+        x["q"], x["k"], x["v"], x["g"], x["erase"], x["write"], initial_state=x["initial_state"]
+    )
+    leaves = {n: t.clone().requires_grad_(n in ("q", "k", "v", "erase", "write")) for n, t in x.items()}
+    o, S = call(leaves, output_final_state=True, mode="chunk", chunk_size=7)  # 7 chunks
+    assert_close(o, o_ref, what="output")
+    assert_close(S, S_ref, what="final state")
+    wanted = [n for n in leaves if leaves[n].requires_grad]
+    grads = torch.autograd.grad(o.sum() + S.sum(), [leaves[n] for n in wanted])
+    o_loop, S_loop = call(leaves, output_final_state=True, mode="recurrent")
+    for n, grad, loop in zip(
+        wanted, grads, torch.autograd.grad(o_loop.sum() + S_loop.sum(), [leaves[n] for n in wanted]), strict=True
+    ):
+        assert_close(grad, loop, what=f"d/d{n}")
 
 
 @pytest.mark.parametrize("mode, C", FORMS[:3])

@@ -48,7 +48,7 @@ import torch
 
 from lineage import checks
 from lineage.ops.kda import bounded_gate
-from lineage.ops.recurrence import MemoryTrace, decayed_products, default_chunk_size, unit_lower_inverse
+from lineage.ops.recurrence import MemoryTrace, decayed_products, default_chunk_size, span_chunks, unit_lower_inverse
 
 
 def _unit_gate(name: str, x, shape: tuple[int, ...], axis: str) -> torch.Tensor:
@@ -193,45 +193,50 @@ def chunk_gated_deltanet2(
         4. u = U − W_s S, then the hand-off  S ← e^{G_C} S + (K ⊙ e^{G_C − G})ᵀ u
         5. O = (Q ⊙ e^G) S + A_qk u, with the S that entered the chunk
 
-    Steps 2, 3 and 5 run on every chunk of every head at once; step 4 is the one loop, over chunks. Args and returns
-    are those of :func:`recurrent_gated_deltanet2` (without ``trace``), plus ``chunk_size`` ≥ 1 (None: the device's
-    default, :func:`lineage.ops.recurrence.default_chunk_size`). T need not be a multiple of C: the tail is padded
-    with steps that neither decay nor write (k = 0, g = 0).
+    Steps 2, 3 and 5 run on a span of chunks of every head at once (every chunk on a GPU; on a CPU, spans of
+    :func:`lineage.ops.recurrence.span_chunks` chunks, the state carried between them); step 4 is the one loop, over
+    chunks. Args and returns are those of :func:`recurrent_gated_deltanet2` (without ``trace``), plus ``chunk_size``
+    ≥ 1 (None: the device's default, :func:`lineage.ops.recurrence.default_chunk_size`). T need not be a multiple of
+    C: the tail is padded with steps that neither decay nor write (k = 0, g = 0).
     """
     B, H, T, K, V, scale = _validate(q, k, v, g, erase, write, scale, initial_state)
     C = default_chunk_size(q.device) if chunk_size is None else checks.chunk_size(chunk_size)
     out_dtype = v.dtype
     q, k, v, g, erase, write, S = _prepare(q, k, v, g, erase, write, initial_state)
 
-    # 1. the chunks: [B·H·N, C, ·], head-major; the padded tail has k = 0 (writes nothing) and g = 0 (decays nothing)
+    # 1. the chunks: [B·H, N, C, ·]; the padded tail has k = 0 (writes nothing) and g = 0 (decays nothing)
     C = min(C, T)
     N = -(-T // C)
     BH = B * H
     pad = N * C - T
     if pad:
         q, k, v, g, erase, write = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (q, k, v, g, erase, write))
-    q, k, v, g, erase, write = (x.reshape(BH * N, C, x.shape[-1]) for x in (q, k, v, g, erase, write))
+    whole = tuple(x.reshape(BH, N, C, x.shape[-1]) for x in (q, k, v, g, erase, write))
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
-
-    # 2. the decays inside each chunk and the decayed products, anchored (every factor in [0, 1], wipes exact): the
-    #    erase gate rides on the left factor of the key products, so A_bk is not symmetric in i and j
-    decay, (A_qk, A_bk) = decayed_products(k, g, scale * q, erase * k)
-    # 3. what each chunk writes: the Gated Delta Rule-2's UT transform
-    U, W_s = gated_ut_transform(A_bk, write * v, erase * k * decay.from_start)
-    # 4. the hand-off from chunk to chunk, the one loop; each chunk's incoming state is kept for step 5
-    k_dec = (k * decay.to_end).view(BH, N, C, K)  # K ⊙ e^{G_C − G}: what is left of each write at the chunk's end
-    chunk_decay = decay.chunk.view(BH, N, -1, 1)  # e^{G_C}, (BH, N, 1|K, 1)
-    U, W_s = U.view(BH, N, C, V), W_s.view(BH, N, C, K)
-    starts, corrected = [], []
-    for n in range(N):
-        starts.append(S)
-        u_n = torch.baddbmm(U[:, n], W_s[:, n], S, alpha=-1)  # U − W_s S                               (BH, C, V)
-        S = torch.baddbmm(chunk_decay[:, n] * S, k_dec[:, n].mT, u_n)  # e^{G_C} S + K_decᵀ u
-        corrected.append(u_n)
-    u = torch.stack(corrected, dim=1).view(BH * N, C, V)
-    # 5. the outputs of every chunk at once, from the states step 4 kept
-    S_in = torch.stack(starts, dim=1).view(BH * N, K, V)
-    o = torch.baddbmm(A_qk @ u, scale * q * decay.from_start, S_in)
+    outputs = []
+    for first in range(0, N, span := span_chunks(q.device, N, BH)):  # speed: spans of chunks, as chunk_memory runs
+        q, k, v, g, erase, write = (x[:, first : first + span].reshape(-1, C, x.shape[-1]) for x in whole)
+        n = q.shape[0] // BH
+        # 2. the decays inside each chunk and the decayed products, anchored (every factor in [0, 1], wipes exact):
+        #    the erase gate rides on the left factor of the key products, so A_bk is not symmetric in i and j
+        decay, (A_qk, A_bk) = decayed_products(k, g, scale * q, erase * k)
+        # 3. what each chunk writes: the Gated Delta Rule-2's UT transform
+        U, W_s = gated_ut_transform(A_bk, write * v, erase * k * decay.from_start)
+        # 4. the hand-off from chunk to chunk, the one loop; each chunk's incoming state is kept for step 5
+        k_dec = (k * decay.to_end).view(BH, n, C, K)  # K ⊙ e^{G_C − G}: what is left of each write at the chunk's end
+        chunk_decay = decay.chunk.view(BH, n, -1, 1)  # e^{G_C}, (BH, n, 1|K, 1)
+        U, W_s = U.view(BH, n, C, V), W_s.view(BH, n, C, K)
+        starts, corrected = [], []
+        for i in range(n):
+            starts.append(S)
+            u_i = torch.baddbmm(U[:, i], W_s[:, i], S, alpha=-1)  # U − W_s S                             (BH, C, V)
+            S = torch.baddbmm(chunk_decay[:, i] * S, k_dec[:, i].mT, u_i)  # e^{G_C} S + K_decᵀ u
+            corrected.append(u_i)
+        u = torch.stack(corrected, dim=1).view(BH * n, C, V)
+        # 5. the outputs of every chunk at once, from the states step 4 kept
+        S_in = torch.stack(starts, dim=1).view(BH * n, K, V)
+        outputs.append(torch.baddbmm(A_qk @ u, scale * q * decay.from_start, S_in).view(BH, n, C, V))
+    o = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)
     o = o.view(B, H, N * C, V)[:, :, :T]
     return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
 

@@ -55,7 +55,7 @@ Rule = Literal["additive", "delta"]
 
 # Speed knobs of the chunked form (each changes nothing but speed, and each is tested for equal results):
 INVERSE_BLOCK = 16  # unit_lower_inverse inverts blocks of up to this many rows by a triangular solve
-CPU_SLAB = 64  # on a CPU, chunk_memory runs spans of ~this many chunks (all heads) per thread, kept in cache
+CPU_SLAB = 64  # on a CPU, the chunked forms run spans of ~this many chunks (all heads) per thread (span_chunks)
 # The strong-gate knob: decays inside a chunk below ∛tiny (tiny: the dtype's smallest normal number) are set to 0 (see
 # flush_decays). Fast-forgetting gates make such decays common, and left alone they sink into the subnormal range, where
 # many CPUs run every product that touches them 10-100x slower: the chunked form fell off a cliff at strong gates. The
@@ -124,6 +124,13 @@ def _flush_small(x: torch.Tensor) -> torch.Tensor:
     if not FLUSH_DECAYS:
         return x
     return torch.nn.functional.hardshrink(x, flush_cut(x.dtype))  # one pass: x where |x| > the cut, else 0
+
+
+def span_chunks(device: torch.device, N: int, BH: int) -> int:
+    """How many consecutive chunks of every head the chunked forms' steps 2–5 take at once (speed only, no maths):
+    all N on a GPU; on a CPU, :data:`CPU_SLAB` chunks a thread over the B·H heads, so a span's temporaries stay in
+    the cache and no step allocates a whole-sequence temporary (measured best at 1 and 2 threads, T = 4096, H = 4)."""
+    return N if device.type != "cpu" else max(1, CPU_SLAB * torch.get_num_threads() // BH)
 
 
 def default_chunk_size(device: torch.device | str) -> int:
@@ -676,10 +683,9 @@ def chunk_memory(
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
 
     # Speed knob, no maths: steps 2–5 run on a span of n consecutive chunks of every head at once, batched as
-    # Z = B·H·n chunks [Z, C, ·], and S is carried from span to span. One span holds every chunk, except on a CPU:
-    # there a span of CPU_SLAB chunks per thread keeps its temporaries in the cache (measured best at 1 and 2 threads,
-    # T = 4096, H = 4). In the loop, q, k, v, g and beta are the span's chunks.
-    span = N if q.device.type != "cpu" else max(1, CPU_SLAB * torch.get_num_threads() // BH)
+    # Z = B·H·n chunks [Z, C, ·], and S is carried from span to span (span_chunks: every chunk, except on a CPU).
+    # In the loop, q, k, v, g and beta are the span's chunks.
+    span = span_chunks(q.device, N, BH)
     whole = (q, k, v, g, beta)
     outputs = []
     for first in range(0, N, span):
