@@ -48,7 +48,7 @@ import torch
 
 from lineage import checks
 from lineage.ops.kda import bounded_gate
-from lineage.ops.recurrence import MemoryTrace, decayed_products, default_chunk_size, span_chunks, unit_lower_inverse
+from lineage.ops.recurrence import MemoryTrace, chunk_spans, decayed_products, default_chunk_size, unit_lower_inverse
 
 
 def _unit_gate(name: str, x, shape: tuple[int, ...], axis: str) -> torch.Tensor:
@@ -194,7 +194,7 @@ def chunk_gated_deltanet2(
         5. O = (Q ⊙ e^G) S + A_qk u, with the S that entered the chunk
 
     Steps 2, 3 and 5 run on a span of chunks of every head at once (every chunk on a GPU; on a CPU, spans of
-    :func:`lineage.ops.recurrence.span_chunks` chunks, the state carried between them); step 4 is the one loop, over
+    :func:`lineage.ops.recurrence.chunk_spans`, the state carried between them); step 4 is the one loop, over
     chunks. Args and returns are those of :func:`recurrent_gated_deltanet2` (without ``trace``), plus ``chunk_size``
     ≥ 1 (None: the device's default, :func:`lineage.ops.recurrence.default_chunk_size`). T need not be a multiple of
     C: the tail is padded with steps that neither decay nor write (k = 0, g = 0).
@@ -211,12 +211,10 @@ def chunk_gated_deltanet2(
     pad = N * C - T
     if pad:
         q, k, v, g, erase, write = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (q, k, v, g, erase, write))
-    whole = tuple(x.reshape(BH, N, C, x.shape[-1]) for x in (q, k, v, g, erase, write))
+    chunks = [x.reshape(BH, N, C, x.shape[-1]) for x in (q, k, v, g, erase, write)]
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
     outputs = []
-    for first in range(0, N, span := span_chunks(q.device, N, BH)):  # speed: spans of chunks, as chunk_memory runs
-        q, k, v, g, erase, write = (x[:, first : first + span].reshape(-1, C, x.shape[-1]) for x in whole)
-        n = q.shape[0] // BH
+    for n, (q, k, v, g, erase, write) in chunk_spans(chunks):  # speed: spans of chunks, as chunk_memory runs
         # 2. the decays inside each chunk and the decayed products, anchored (every factor in [0, 1], wipes exact):
         #    the erase gate rides on the left factor of the key products, so A_bk is not symmetric in i and j
         decay, (A_qk, A_bk) = decayed_products(k, g, scale * q, erase * k)

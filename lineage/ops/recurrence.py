@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -131,6 +132,18 @@ def span_chunks(device: torch.device, N: int, BH: int) -> int:
     all N on a GPU; on a CPU, :data:`CPU_SLAB` chunks a thread over the B·H heads, so a span's temporaries stay in
     the cache and no step allocates a whole-sequence temporary (measured best at 1 and 2 threads, T = 4096, H = 4)."""
     return N if device.type != "cpu" else max(1, CPU_SLAB * torch.get_num_threads() // BH)
+
+
+def chunk_spans(chunks: Sequence[torch.Tensor | None]) -> Iterator[tuple[int, list[torch.Tensor | None]]]:
+    """The chunked forms' loop over spans (speed only): ``chunks``, each [B·H, N, C, …] on one device (None passes
+    through), a span of :func:`span_chunks` consecutive chunks at a time, as (n, each span's chunks batched as
+    [B·H·n, C, …])."""
+    first_chunks = next(x for x in chunks if x is not None)
+    BH, N = first_chunks.shape[:2]
+    span = span_chunks(first_chunks.device, N, BH)
+    for first in range(0, N, span):
+        part = [None if x is None else x[:, first : first + span] for x in chunks]
+        yield min(span, N - first), [None if x is None else x.reshape(-1, *x.shape[2:]) for x in part]
 
 
 def default_chunk_size(device: torch.device | str) -> int:
@@ -685,13 +698,9 @@ def chunk_memory(
     # Speed knob, no maths: steps 2–5 run on a span of n consecutive chunks of every head at once, batched as
     # Z = B·H·n chunks [Z, C, ·], and S is carried from span to span (span_chunks: every chunk, except on a CPU).
     # In the loop, q, k, v, g and beta are the span's chunks.
-    span = span_chunks(q.device, N, BH)
     whole = (q, k, v, g, beta)
     outputs = []
-    for first in range(0, N, span):
-        q, k, v, g, beta = (None if x is None else x[:, first : first + span] for x in whole)
-        n = q.shape[1]
-        q, k, v, g, beta = (None if x is None else x.reshape(BH * n, *x.shape[2:]) for x in (q, k, v, g, beta))
+    for n, (q, k, v, g, beta) in chunk_spans(whole):
         q = scale * q  # the read scale goes on the queries
 
         # [panel:chunk-step-2] start — code-panel marker: lineage.teach.equations shows the lines to its end in the app
