@@ -25,7 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="inductor-"))  # before torch reads it
+FRESH_CACHE = "TORCHINDUCTOR_CACHE_DIR" not in os.environ  # a cache folder given is used as it is
+if FRESH_CACHE:
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="inductor-")  # before torch reads it
 
 import torch  # noqa: E402
 
@@ -114,7 +116,7 @@ def main() -> int:
             "cpu_count": os.cpu_count(),
             "cpu_model": cpu_model(),
             "torch_version": torch.__version__,
-            "inductor_cache": "fresh" if "inductor-" in os.environ["TORCHINDUCTOR_CACHE_DIR"] else "given",
+            "inductor_cache": "fresh" if FRESH_CACHE else "given",
             "load_average": [round(x, 2) for x in loads],
             "unit": "ms of CPU time of the timing thread per training step (median)",
             "mixers": rows,
