@@ -75,13 +75,15 @@ div[data-testid="stDecoration"] {{
 """
 
 
-# In every mode: a key number's label, and a link's (the home page's stage cards), wraps instead of ending in "…" where
-# its column is narrow (a laptop with the sidebar open, a projector); the label is the number's meaning or the link's
-# destination, and a cut one says nothing. No "<" anywhere (see above).
+# In every mode: a key number's label, and a link's (the home page's stage cards, the sidebar's navigation), wraps
+# instead of ending in "…" where its column is narrow (a laptop with the sidebar open, a projector); the label is the
+# number's meaning or the link's destination, and a cut one says nothing ("Gated DeltaNet-2 (after the article)" is
+# wider than the sidebar at 1280 px). No "<" anywhere (see above).
 _LAYOUT_CSS = """
 <style>
 .stApp [data-testid="stMetricLabel"], .stApp [data-testid="stMetricLabel"] *,
-.stApp [data-testid="stMain"] [data-testid="stPageLink-NavLink"] * {
+.stApp [data-testid="stMain"] [data-testid="stPageLink-NavLink"] *,
+.stApp [data-testid="stSidebarNav"] a * {
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
   height: auto !important;
 }

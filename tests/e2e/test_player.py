@@ -246,7 +246,8 @@ def test_a_sidebar_link_opens_the_page_at_its_top(watched, server):
 # --- a laptop layout -------------------------------------------------------------------------------------------------
 
 # Per chart: pairs of its texts whose boxes overlap (by more than 1 px both ways), texts reaching past the chart's
-# edges, and colour bars that lie over another panel's plot area or tick labels.
+# edges, and colour bars that lie over another panel's plot area or tick labels; and cut labels: a key number's, or a
+# link's in the sidebar's navigation.
 LAYOUT_JS = """() => {
     const inside = (a, b) => a.left < b.right - 1 && b.left < a.right - 1
         && a.top < b.bottom - 1 && b.top < a.bottom - 1;
@@ -278,6 +279,10 @@ LAYOUT_JS = """() => {
     document.querySelectorAll('[data-testid="stMain"] [data-testid="stMetricLabel"] *').forEach(el => {
         if (el.scrollWidth > el.clientWidth + 1 && el.textContent.trim())
             out.push(`metric label cut off: "${el.textContent.trim().slice(0, 40)}"`);
+    });
+    document.querySelectorAll('[data-testid="stSidebarNav"] a *').forEach(el => {
+        if (el.scrollWidth > el.clientWidth + 1 && el.textContent.trim())
+            out.push(`navigation link cut off: "${el.textContent.trim().slice(0, 40)}"`);
     });
     return out;
 }"""
