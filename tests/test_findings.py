@@ -186,7 +186,11 @@ def test_a_state_that_falls_when_narrowed_while_the_cache_holds_is_the_headline_
         findings.summarise(wide + narrow("softmax", 0.995) + narrow("deltanet", 0.2)), title
     )
     assert point.claim.startswith("Shrink the state and it runs out of room: at 16 pairs in 64 tokens, deltanet holds")
-    assert "with 1,024 numbers of state a layer (100%, width 64) and falls with 256 (20%, width 32)" in point.claim
+    carries = {w: LMConfig("deltanet", vocab_size=64, max_len=64, d_model=w, n_heads=4).carried() for w in (64, 32)}
+    n = {w: c["state"] + c["normaliser"] + c["conv"] for w, c in carries.items()}  # what the chart's x axis counts
+    assert n[32] < n[64] and carries[32]["per_token"] == 0
+    said = f"when a layer carries {n[64]:,} numbers (100%, width 64) and falls with {n[32]:,} (20%, width 32)"
+    assert said in point.claim
     assert (point.label, point.shown) == ("deltanet, 16 pairs: width 64 → 32", "100% → 20%")
     both = findings.summarise(wide + narrow("softmax", 0.3) + narrow("deltanet", 0.2))
     assert findings.ran_out_of_room(both) == [], "the narrow model failed as a whole: not the state's room"
@@ -517,3 +521,29 @@ def test_each_part_of_the_capacity_record_is_paired_with_the_grid_whose_command_
             assert f"data/{record.name}" in json.loads(grid.read_text())["about"], (record, grid)
     assert findings.capacity_records() == tuple(record for record, _ in parts)
     assert findings.capacity_grids() == tuple(grid for _, grid in parts)
+
+
+def test_a_title_inside_a_sentence_lowers_a_common_nouns_capital_and_keeps_a_names():
+    lowered = {
+        "Linear attention": "linear attention",
+        "Softmax attention": "softmax attention",
+        "No mixing (control)": "no mixing (control)",
+    }
+    kept = ["DeltaNet", "Mamba-2", "GLA", "KDA", "Gated DeltaNet", "Gated DeltaNet-2", "Hybrid (KDA + MLA)", "deltanet"]
+    assert {n: findings.in_sentence(n) for n in lowered} == lowered
+    assert [findings.in_sentence(n) for n in kept] == kept
+    assert findings.in_sentence("") == ""
+
+
+def test_the_capacity_headline_names_a_common_noun_in_lower_case_mid_sentence():
+    from lineage.models.lm import mixer_title
+
+    def narrow(mixer, acc):
+        return [fake(mixer, acc, pairs=16, seed=s, T=64, width=32, patience=10, curve=FLAT) for s in (0, 1)]
+
+    wide = capacity(softmax=(1, 1, 1), linear_attention=(1, 1, 0.995))
+    point = findings.capacity_headline(
+        findings.summarise(wide + narrow("softmax", 0.995) + narrow("linear_attention", 0.2)), mixer_title
+    )
+    assert "at 16 pairs in 64 tokens, linear attention holds them" in point.claim
+    assert point.label.startswith("Linear attention, 16 pairs"), "a label starts with its capital"

@@ -161,6 +161,16 @@ class Summary:
         return f"{acc}; {', '.join(notes)}"
 
 
+def in_sentence(name: str) -> str:
+    """A mixer's title (``lineage.models.lm.mixer_title``) inside a sentence: a common noun's capital lowered ("Linear
+    attention" → "linear attention", "No mixing (control)" → "no mixing (control)"), a name's kept (DeltaNet, Mamba-2,
+    KDA, Gated DeltaNet, Hybrid (KDA + MLA): a single word, or a capital after the first word)."""
+    first, _, rest = name.partition(" ")
+    if rest and first[1:].islower() and not any(c.isupper() for c in rest):
+        return name[0].lower() + name[1:]
+    return name
+
+
 def label(s: Setting, title) -> str:
     """``title(mixer)`` with the front end when it is not the default ("softmax − conv")."""
     return title(s.mixer) + {"conv": "", "none": " − conv", "paper": " (paper's front end)"}[s.front_end]
@@ -284,15 +294,15 @@ def most_learned(summaries: Sequence[Summary], title) -> str:
     best = at[0]
     tied = [x for x in at if best.mean - x.mean <= TIE]
     if len(tied) > 1:
-        names = [title(x.setting.mixer) for x in tied]
+        names = [in_sentence(title(x.setting.mixer)) for x in tied]
         who = ", ".join(names[:-1]) + " and " + names[-1]
         fastest = min(tied, key=lambda x: sum(x.steps) / len(x.steps))
         return (
             f"At {n} pairs, the hardest size every mechanism was recorded at, {who} are within {TIE:.0%} of each "
-            f"other ({best.mean:.1%} at best); {title(fastest.setting.mixer)} got there in the fewest steps "
-            f"({fastest.evidence()})."
+            f"other ({best.mean:.1%} at best); {in_sentence(title(fastest.setting.mixer))} got there in the fewest "
+            f"steps ({fastest.evidence()})."
         )
-    name = title(best.setting.mixer)
+    name = in_sentence(title(best.setting.mixer))
     return f"At {n} pairs, the hardest size every mechanism was recorded at, {name} learned most: {best.evidence()}."
 
 
@@ -488,9 +498,9 @@ def _cache_fails_too(rows: dict[str, list[Summary]], title) -> str:
     fixed = [m for m in rows if m != "softmax" and any(x.setting.width in widths for x in rows[m])]
     if not widths or not fixed:
         return ""
-    at = ", ".join(str(w) for w in widths)
+    at, falls = ", ".join(str(w) for w in widths), ", ".join(f"{cache[w].mean:.0%}" for w in widths)
     return (
-        f" At width {at} {title('softmax')} fails too ({', '.join(f'{cache[w].mean:.0%}' for w in widths)}), though "
+        f" At width {at} {in_sentence(title('softmax'))} fails too ({falls}), though "
         "its cache keeps every pair: there the whole narrow model did not learn within the budget, so the fixed "
         "states' drops at that width do not show them running out of room."
     )
@@ -556,7 +566,7 @@ def _notes(xs: Sequence[Summary], title) -> list[str]:
 
     def named(ys: Sequence[Summary]) -> str:
         return ", ".join(
-            f"{title(y.setting.mixer)} at {y.setting.n_pairs} pairs"
+            f"{in_sentence(title(y.setting.mixer))} at {y.setting.n_pairs} pairs"
             + (f" and width {y.setting.width}" if widths else "")
             for y in ys
         )
@@ -631,8 +641,8 @@ def step_sentences(summaries: Sequence[Summary], title) -> list[str]:
         else:
             verdict = f"costs {-gap * 100:.0f} points at {n} pairs"
         out.append(
-            f"{what.capitalize()} ({title(new)} over {title(old)}) {verdict}: {title(new)} {a.evidence()}; "
-            f"{title(old)} {b.evidence()}."
+            f"{what.capitalize()} ({in_sentence(title(new))} over {in_sentence(title(old))}) {verdict}: "
+            f"{in_sentence(title(new))} {a.evidence()}; {in_sentence(title(old))} {b.evidence()}."
         )
     return out
 
@@ -663,12 +673,11 @@ def capacity_headline(summaries: Sequence[Summary], title) -> Headline | None:
         x, y, cache = fell[0]
         n, name = x.setting.n_pairs, title(x.setting.mixer)
         claim = (
-            f"Shrink the state and it runs out of room: at {n} pairs in {x.setting.seq_len} tokens, {name} holds them "
-            f"with {x.carried['state']:,} numbers of state a layer ({x.mean:.0%}, width {x.setting.width}) and falls "
-            f"with {y.carried['state']:,} ({y.mean:.0%}, width {y.setting.width}), while softmax's cache, which grows "
-            f"with the sequence, still holds at that width ({cache.mean:.0%}). From the capacity record"
-            + "".join(f"; {note}" for note in _notes([x, y, cache], title))
-            + "."
+            f"Shrink the state and it runs out of room: at {n} pairs in {x.setting.seq_len} tokens, "
+            f"{in_sentence(name)} holds them when a layer carries {x.state_size():,} numbers ({x.mean:.0%}, "
+            f"width {x.setting.width}) and falls with {y.state_size():,} ({y.mean:.0%}, width {y.setting.width}), "
+            f"while softmax's cache, which grows with the sequence, still holds at that width ({cache.mean:.0%}). "
+            "From the capacity record" + "".join(f"; {note}" for note in _notes([x, y, cache], title)) + "."
         )
         return Headline(
             claim, f"{name}, {n} pairs: width {x.setting.width} → {y.setting.width}", f"{x.mean:.0%} → {y.mean:.0%}"
@@ -695,7 +704,7 @@ def capacity_headline(summaries: Sequence[Summary], title) -> Headline | None:
     def steps(x: Summary) -> str:
         return f"{sum(x.steps) / len(x.steps):,.0f} steps"
 
-    fixed = ", ".join(f"{title(x.setting.mixer)} {x.mean:.0%} in {steps(x)}" for x in ranked)
+    fixed = ", ".join(f"{in_sentence(title(x.setting.mixer))} {x.mean:.0%} in {steps(x)}" for x in ranked)
     if cache.mean >= HOLDS and best.mean < cache.mean - TIE:
         claim = (
             f"At the same width, softmax's cache holds all {n} pairs ({cache.mean:.0%} in {steps(cache)}) while every "
