@@ -473,7 +473,7 @@ def capacity_sentence(summaries: Sequence[Summary], title) -> str:
     for mixer, xs in rows.items():
         xs = sorted(xs, key=lambda x: x.setting.width)
         parts.append(
-            f"{title(mixer)} "
+            f"{in_sentence(title(mixer))} "
             + ", ".join(f"{x.mean:.0%} at width {x.setting.width} ({x.state_size():,} numbers)" for x in xs)
         )
     budget = sum(x.budget for xs in rows.values() for x in xs)
@@ -526,7 +526,7 @@ def memory_caption(summaries: Sequence[Summary], title) -> str:
             bits.append(f"a cache of {c['per_token']:,} per token ({c['per_token'] * T:,} at {T} tokens)")
         if c["conv"]:
             bits.append(f"{c['conv']:,} of convolution cache")
-        parts.append(f"{title(mixer)} {' + '.join(bits)} = {x.state_size():,}")
+        parts.append(f"{in_sentence(title(mixer))} {' + '.join(bits)} = {x.state_size():,}")
     width = rows[0].setting.width
     return f"Numbers one layer carries from token to token at width {width}: " + "; ".join(parts) + "."
 

@@ -24,7 +24,7 @@ def test_home_page():
     assert not at.table and not at.dataframe  # the home page loads no Arrow table machinery before its chart
 
     k3 = schedules.KIMI_K3_CONFIG["total_params"]
-    assert metrics(at)["Kimi K3 parameters (its config)"] == f"{k3:,}"
+    assert metrics(at)["Kimi K3 parameters (its config)"] == f"{k3 / 1e12:g}T" == "2.78T", "as stated, not 2,780,…"
     assert metrics(at)["GPT-2s in one Kimi K3 (its config's)"] == f"{int(k3 / 124e6):,}"  # 2.78T / 124M
     assert metrics(at)["GPT-2s in one Kimi K3 (the article's)"] == f"{int(2.8e12 / 124e6):,}" == "22,580"
     text = " ".join(m.value for m in at.markdown)

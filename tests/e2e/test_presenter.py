@@ -33,10 +33,15 @@ CHART_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .
 # The drawn size of every st.metric value (its text sits in nested elements: the innermost one's size is drawn).
 METRIC_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stMetricValue"]')].map(m => {
     const walker = document.createTreeWalker(m, NodeFilter.SHOW_TEXT);
-    const sizes = [];
-    for (let n = walker.nextNode(); n; n = walker.nextNode())
-        if (n.textContent.trim()) sizes.push(parseFloat(getComputedStyle(n.parentElement).fontSize));
-    return {value: m.innerText.trim(), px: Math.min(...sizes)};
+    const sizes = [], tops = new Set();
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        if (!n.textContent.trim()) continue;
+        sizes.push(parseFloat(getComputedStyle(n.parentElement).fontSize));
+        const range = document.createRange();
+        range.selectNodeContents(n);
+        for (const r of range.getClientRects()) if (r.width > 0) tops.add(Math.round(r.top));
+    }
+    return {value: m.innerText.trim(), px: Math.min(...sizes), lines: tops.size};
 })"""
 
 # The drawn size of every table cell's text (HTML tables: presenter mode writes its tables that way, so that they grow).
@@ -145,6 +150,9 @@ def check_screen(page, what: str, width: int, height: int) -> None:
     metrics = page.evaluate(METRIC_JS)
     small_numbers = [m for m in metrics if not m["px"] >= PRESENTER_PX["metric"]]
     assert not small_numbers, f"{what}: key numbers under {PRESENTER_PX['metric']} px: {small_numbers}"
+    # a key number may wrap between its words ("99% → 9%"), never inside one: "2,780,000,00" over "0,000" misreads
+    broken = [m["value"] for m in metrics if m["lines"] > 1 and not any(c.isspace() for c in m["value"])]
+    assert not broken, f"{what} at {width}×{height}: key numbers broken inside a word: {broken}"
 
 
 def check_both_screens(page, what: str) -> None:
