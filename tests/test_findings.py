@@ -177,10 +177,12 @@ def test_the_pointer_for_the_tour_and_home_is_the_capacity_headline_and_empty_wi
     assert findings.pointer_sentence([], title) == ""
 
 
-def test_a_state_that_falls_when_narrowed_while_the_cache_holds_is_the_headline_and_not_when_the_cache_falls_too():
-    def narrow(mixer, acc):
-        return [fake(mixer, acc, pairs=16, seed=s, T=64, width=32, patience=10, curve=FLAT) for s in (0, 1)]
+def narrow(mixer: str, acc: float) -> list[dict]:
+    """Two seeds of ``mixer`` at width 32 (the capacity record's 16 pairs in 64 tokens), both reaching ``acc``."""
+    return [fake(mixer, acc, pairs=16, seed=s, T=64, width=32, patience=10, curve=FLAT) for s in (0, 1)]
 
+
+def test_a_state_that_falls_when_narrowed_while_the_cache_holds_is_the_headline_and_not_when_the_cache_falls_too():
     wide = capacity(softmax=(1, 1, 1), deltanet=(1, 1, 0.995))
     point = findings.capacity_headline(
         findings.summarise(wide + narrow("softmax", 0.995) + narrow("deltanet", 0.2)), title
@@ -537,9 +539,6 @@ def test_a_title_inside_a_sentence_lowers_a_common_nouns_capital_and_keeps_a_nam
 
 def test_the_capacity_headline_names_a_common_noun_in_lower_case_mid_sentence():
     from lineage.models.lm import mixer_title
-
-    def narrow(mixer, acc):
-        return [fake(mixer, acc, pairs=16, seed=s, T=64, width=32, patience=10, curve=FLAT) for s in (0, 1)]
 
     wide = capacity(softmax=(1, 1, 1), linear_attention=(1, 1, 0.995))
     point = findings.capacity_headline(
