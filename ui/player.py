@@ -47,31 +47,45 @@ STEP_CSS = """
 # data: {param: the URL parameter of the page's step}
 STEP_JS = """
 const KEYS = {j: -1, k: 1};
+const AT_ONCE = {mode: 'immediate', frame: {duration: 0, redraw: true}, transition: {duration: 0}};
 
 function animations() {
   return [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
     .filter(gd => gd.layout && gd.layout.sliders && gd.layout.sliders.length && gd.layout.sliders[0].steps);
 }
 
-// One step of every animation on the page, each from the frame it shows now (its slider's active index).
-function step(delta, param) {
-  const Plotly = window.Plotly;
-  if (!Plotly) return;
-  let shown = null;
-  for (const gd of animations()) {
-    const slider = gd.layout.sliders[0];
-    const now = slider.active || 0;
-    const next = Math.min(Math.max(now + delta, 0), slider.steps.length - 1);
-    const name = slider.steps[next].args[0][0];
-    shown = shown ?? name;
-    if (next !== now)
-      Plotly.animate(gd, [name], {mode: 'immediate', frame: {duration: 0, redraw: true}, transition: {duration: 0}});
-  }
-  if (shown !== null) remember(param, shown);
+function names(gd) {
+  return gd.layout.sliders[0].steps.map(s => s.args[0][0]);
 }
 
+function clamp(i, n) {
+  return Math.min(Math.max(i, 0), n - 1);
+}
+
+// One step for the page: from the frame of the chart moved last (by its slider, Play or a step; else the first chart),
+// read from its slider's active index, and every chart to that one frame, so that a chart scrubbed on its own brings
+// the rest with it and the URL names the step every chart shows. A chart whose frames are named otherwise steps from
+// its own frame.
+function step(delta, param, moved) {
+  const Plotly = window.Plotly;
+  const charts = animations();
+  if (!Plotly || !charts.length) return;
+  const lead = charts.includes(moved.chart) ? moved.chart : charts[0];
+  const leadNames = names(lead);
+  const frame = leadNames[clamp((lead.layout.sliders[0].active || 0) + delta, leadNames.length)];
+  for (const gd of charts) {
+    const own = names(gd), now = gd.layout.sliders[0].active || 0;
+    const next = own.includes(frame) ? own.indexOf(frame) : clamp(now + delta, own.length);
+    if (next !== now)
+      Plotly.animate(gd, [own[next]], AT_ONCE);
+  }
+  remember(param, frame);
+}
+
+// Into the URL, when it changes there (Chromium asks for the page's icon again at every history.replaceState).
 function remember(param, name) {
   const url = new URL(window.location.href);
+  if (url.searchParams.get(param) === String(name)) return;
   url.searchParams.set(param, name);
   window.history.replaceState(window.history.state, '', url);
 }
@@ -80,7 +94,12 @@ export default function ({ parentElement, data }) {
   const param = data.param;
   parentElement.querySelector('.lineage-steps')?.setAttribute('aria-label', data.label);
   const buttons = [...parentElement.querySelectorAll('button[data-delta]')];
-  const onClick = (event) => step(parseInt(event.currentTarget.dataset.delta), param);
+  // A step waits for the next animation frame: Plotly's slider sets its position at once but runs its command (the
+  // animation to the frame dragged to) in the next animation frame, which would override a step started before it;
+  // J pressed as a scrub lands was lost that way.
+  const moved = {chart: null};  // the chart of this page that moved last
+  const later = (delta) => window.requestAnimationFrame(() => step(delta, param, moved));
+  const onClick = (event) => later(parseInt(event.currentTarget.dataset.delta));
   buttons.forEach(b => b.addEventListener('click', onClick));
   const onKey = (event) => {
     const delta = KEYS[(event.key || "").toLowerCase()];
@@ -88,7 +107,7 @@ export default function ({ parentElement, data }) {
     const target = event.target;
     if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
     event.preventDefault();
-    step(delta, param);
+    later(delta);
   };
   document.addEventListener('keydown', onKey);
   // Play and the slider move the step too: the URL follows them, so a link copied after a scrub opens there.
@@ -97,7 +116,11 @@ export default function ({ parentElement, data }) {
     for (const gd of animations()) {
       if (followed.has(gd) || !gd.on) continue;
       followed.add(gd);
-      gd.on('plotly_animatingframe', (event) => remember(param, event.name));
+      gd.on('plotly_sliderchange', () => { moved.chart = gd; });  // at once, before the slider's animation
+      gd.on('plotly_animatingframe', (event) => {
+        moved.chart = gd;
+        remember(param, event.name);
+      });
     }
   };
   follow();

@@ -90,6 +90,18 @@ class Watched:
     page_errors: list[str] = field(default_factory=list)
     failed_local: list[str] = field(default_factory=list)  # requests to this machine that failed
     blocked: list[str] = field(default_factory=list)  # requests elsewhere, aborted by the route
+    in_flight: set = field(default_factory=set)  # requests to this machine not yet answered
+
+    def wait_for_requests(self, quiet_ms: int = 300, timeout_ms: int = 10_000) -> None:
+        """Until no request to this machine has been in flight for ``quiet_ms``: a test that opens another URL next
+        would otherwise abort them and count them as failed (Chromium asks for the page's icon again a few ms after a
+        history.replaceState, which the player does at a step)."""
+        waited = quiet = 0
+        while quiet < quiet_ms:
+            assert waited < timeout_ms, f"requests still unanswered after {timeout_ms} ms: {self.in_flight}"
+            self.page.wait_for_timeout(50)
+            waited += 50
+            quiet = 0 if self.in_flight else quiet + 50
 
 
 @contextmanager
@@ -106,10 +118,15 @@ def watching(browser):
 
     page.on("console", on_console)
     page.on("pageerror", lambda exc: w.page_errors.append(str(exc)))
-    page.on(
-        "requestfailed",
-        lambda req: w.failed_local.append(f"{req.url}: {req.failure}") if is_local(req.url) else None,
-    )
+
+    def on_failed(req) -> None:
+        w.in_flight.discard(req)
+        if is_local(req.url):
+            w.failed_local.append(f"{req.url}: {req.failure}")
+
+    page.on("request", lambda req: w.in_flight.add(req) if is_local(req.url) else None)
+    page.on("requestfinished", lambda req: w.in_flight.discard(req))
+    page.on("requestfailed", on_failed)
     try:
         yield w
     finally:

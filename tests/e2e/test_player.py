@@ -71,6 +71,11 @@ HEAT_IMAGES_JS = """() => document.querySelector('[data-testid="stMain"] .stPlot
 MAIN_SCROLL_JS = """() => document.querySelector('[data-testid="stMain"]').scrollTop"""
 
 
+# The active step of every animated chart on the page.
+ACTIVE_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')]
+    .filter(gd => gd.layout && gd.layout.sliders && gd.layout.sliders.length).map(gd => gd.layout.sliders[0].active)"""
+
+
 def open_page(page, url: str) -> None:
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector('[data-testid="stMain"] h1', timeout=LOAD_TIMEOUT_MS)
@@ -180,6 +185,10 @@ def test_j_after_a_scrub_steps_back_from_the_scrub(watched, server):
     page.keyboard.press("j")
     wait_for_step(page, 9, "J after the scrub")
     assert step_of(page)["label"] == "step 9"
+    # every chart of the page is at that step now, not only the one scrubbed (the others were at 31, and J took them
+    # to 30, and the URL to whichever chart drew last)
+    page.wait_for_function(f"() => {{ const a = ({ACTIVE_JS})(); return a.length > 1 && a.every(i => i === 9); }}")
+    assert query(page).get("kda_step") == "9", page.url
     page.keyboard.press("k")
     wait_for_step(page, 10, "K")
     page.get_by_role("button", name=re.compile("Forward")).first.click()
@@ -187,9 +196,30 @@ def test_j_after_a_scrub_steps_back_from_the_scrub(watched, server):
     page.get_by_role("button", name=re.compile("Back")).first.click()
     wait_for_step(page, 10, "◀ Back")
     assert query(page).get("kda_step") == "10", page.url
+    watched.wait_for_requests()  # the icon asked for again at the last step, which opening the link would abort
     open_page(page, page.url)  # the link as it stands now opens at that step
     assert step_of(page)["label"] == "step 10"
     assert_clean(watched, "/kda steps")
+
+
+def test_j_pressed_as_a_scrub_lands_is_not_lost(watched, server):
+    """J at once after a click on the slider: Plotly's slider moves its handle at once but animates in the next
+    animation frame, and a step started before that was overridden by it (the chart stayed on the scrubbed step; the
+    race lost 2 of 5 and 4 of 10 such presses before the player waited a frame). Six scrubs, each at once followed
+    by J."""
+    page = watched.page
+    page.set_viewport_size(LAPTOP)
+    open_page(page, f"{server.url}/kda?kda_T=32")
+    rail = page.locator(STORY_CHART).first.locator("g.slider-group rect.slider-rail-rect").first
+    rail.scroll_into_view_if_needed()
+    box = rail.bounding_box()
+    steps = len(page.evaluate("() => document.querySelector('.stPlotlyChart .js-plotly-plot').layout.sliders[0].steps"))
+    for target in (10, 14, 18, 22, 6, 26):
+        page.mouse.click(box["x"] + box["width"] * target / (steps - 1), box["y"] + box["height"] / 2)
+        page.keyboard.press("j")
+        wait_for_step(page, target - 1, f"J at once after a scrub to step {target}")
+    assert query(page).get("kda_step") == "25", page.url
+    assert_clean(watched, "/kda scrubs with J")
 
 
 # --- the tour --------------------------------------------------------------------------------------------------------

@@ -54,9 +54,13 @@
     if (shown.length) setHash({ step: shown[0] });
   }
 
+  // In the next animation frame: Plotly's slider moves its handle at once but animates in the next animation frame,
+  // which would override a step started before it (J pressed as a scrub lands was lost that way in the app).
   function step(delta) {
-    const gd = charts().filter(animated)[0];
-    if (gd) showStep(currentStep(gd) + delta);
+    window.requestAnimationFrame(function () {
+      const gd = charts().filter(animated)[0];
+      if (gd) showStep(currentStep(gd) + delta);
+    });
   }
 
   function spec(div) {
