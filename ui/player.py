@@ -3,10 +3,12 @@
 An animation's frames live in the browser (``lineage.plots.core.play_controls``): its slider and Play move them without
 a round trip. ◀ Back / Forward ▶ and the J / K keys used to run on the server and knew nothing of where the slider
 stood, so after a scrub to step 10 "one step back" jumped to step 30. Here they run in the browser too and call the
-chart's own animation (``Plotly.animate`` on the frame next to the one the chart shows, read from its slider's
-``active`` index, which plotly.js keeps in step with Play and the slider): every control moves the one step, from where
-it is now. Each move is written into the URL (``?<page>_step=``, by ``history.replaceState``), so a link copied now
-opens at that step and a rerun of the page (a changed control) keeps it.
+charts' own animation (``Plotly.animate`` on the frame next to the one shown by the chart moved last, read from its
+slider's ``active`` index, which plotly.js keeps in step with Play and the slider; every chart of the page goes to that
+frame), one animation frame after the key or click, after any slider move still waiting for its frame: every control
+moves the one step, from where it is now. Each move is written into the URL (``?<page>_step=``, by
+``history.replaceState``), so a link copied now opens at that step and a rerun of the page (a changed control) keeps
+it.
 
 The shell part (:func:`shell`, mounted by app.py on every run) scrolls the main area to its top whenever the page
 changes — by Next, Shift+N, a link or the sidebar — where Streamlit would keep the previous page's offset.
