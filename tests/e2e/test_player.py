@@ -168,6 +168,19 @@ def test_the_heatmap_keeps_its_image_while_playing_on_a_slow_machine(watched, se
 # --- one step control ------------------------------------------------------------------------------------------------
 
 
+def scrubber(page):
+    """A click on the story chart's slider rail at a step: the rail scrolled into view once, then one click a call."""
+    rail = page.locator(STORY_CHART).first.locator("g.slider-group rect.slider-rail-rect").first
+    rail.scroll_into_view_if_needed()
+    box = rail.bounding_box()
+    steps = len(page.evaluate("() => document.querySelector('.stPlotlyChart .js-plotly-plot').layout.sliders[0].steps"))
+
+    def scrub(step: int) -> None:
+        page.mouse.click(box["x"] + box["width"] * step / (steps - 1), box["y"] + box["height"] / 2)
+
+    return scrub
+
+
 def test_j_after_a_scrub_steps_back_from_the_scrub(watched, server):
     """Scrub the story chart's slider to step 10, press J: step 9, not the step the page opened on. K, ◀ and ▶ step
     from there too, and the URL follows, so the link opens at the step shown."""
@@ -175,11 +188,8 @@ def test_j_after_a_scrub_steps_back_from_the_scrub(watched, server):
     page.set_viewport_size(LAPTOP)
     open_page(page, f"{server.url}/kda?kda_T=32")
     assert step_of(page)["label"] == "step 31", "a page opens on its last step"
-    rail = page.locator(STORY_CHART).first.locator("g.slider-group rect.slider-rail-rect").first
-    rail.scroll_into_view_if_needed()
-    box = rail.bounding_box()
-    steps = len(page.evaluate("() => document.querySelector('.stPlotlyChart .js-plotly-plot').layout.sliders[0].steps"))
-    page.mouse.click(box["x"] + box["width"] * 10 / (steps - 1), box["y"] + box["height"] / 2)
+    scrub = scrubber(page)
+    scrub(10)
     wait_for_step(page, 10, "a scrub to step 10")
     page.evaluate("() => document.activeElement && document.activeElement.blur()")
     page.keyboard.press("j")
@@ -210,12 +220,9 @@ def test_j_pressed_as_a_scrub_lands_is_not_lost(watched, server):
     page = watched.page
     page.set_viewport_size(LAPTOP)
     open_page(page, f"{server.url}/kda?kda_T=32")
-    rail = page.locator(STORY_CHART).first.locator("g.slider-group rect.slider-rail-rect").first
-    rail.scroll_into_view_if_needed()
-    box = rail.bounding_box()
-    steps = len(page.evaluate("() => document.querySelector('.stPlotlyChart .js-plotly-plot').layout.sliders[0].steps"))
+    scrub = scrubber(page)
     for target in (10, 14, 18, 22, 6, 26):
-        page.mouse.click(box["x"] + box["width"] * target / (steps - 1), box["y"] + box["height"] / 2)
+        scrub(target)
         page.keyboard.press("j")
         wait_for_step(page, target - 1, f"J at once after a scrub to step {target}")
     assert query(page).get("kda_step") == "25", page.url
