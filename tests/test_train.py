@@ -123,18 +123,24 @@ def test_training_the_throughput_measure_and_the_sweep_estimate_run_the_one_trai
     assert len(calls) == 3, "one warm-up step and two timed"
 
 
-def test_the_short_convolution_is_the_causal_depthwise_convolution_forward_and_backward():
+@pytest.mark.parametrize("per_block", [None, 1, 2], ids=["one-block", "blocks-of-1", "blocks-of-2-and-1"])
+def test_the_short_convolution_is_the_causal_depthwise_convolution_forward_and_backward(monkeypatch, per_block):
     """The front end's shifted-slice sum against torch's own depthwise conv1d, values and gradients, with and
-    without the cached past inputs."""
+    without the cached past inputs, in one block of sequences and in blocks of 1 and of 2 (the last one shorter)."""
+    from lineage.models import layers
     from lineage.models.layers import ShortConv
 
     torch.manual_seed(0)
     conv = ShortConv(6, 4).double()
-    x = torch.randn(2, 9, 6, dtype=torch.float64, requires_grad=True)
-    past = torch.randn(2, 3, 6, dtype=torch.float64)
+    x = torch.randn(5, 9, 6, dtype=torch.float64, requires_grad=True)
+    past = torch.randn(5, 3, 6, dtype=torch.float64)
     for before in (None, past):
-        y, kept = conv(x, before)
         full = torch.cat([torch.zeros_like(past) if before is None else before, x], dim=1)
+        if per_block is not None:  # the bytes of per_block sequences of the convolution's input
+            monkeypatch.setattr(layers, "CONV_BLOCK_BYTES", per_block * full[0].numel() * full.element_size())
+        sizes = [b.stop - b.start for b in layers._sequence_blocks(5, full[0].numel() * full.element_size())]
+        assert sizes == {None: [5], 1: [1, 1, 1, 1, 1], 2: [2, 2, 1]}[per_block]
+        y, kept = conv(x, before)
         ref = torch.nn.functional.conv1d(full.transpose(1, 2), conv.weight[:, None, :], groups=6).transpose(1, 2)
         torch.testing.assert_close(y, ref, rtol=0, atol=1e-12)
         torch.testing.assert_close(kept, full[:, -3:], rtol=0, atol=0)

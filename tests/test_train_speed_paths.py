@@ -1,7 +1,8 @@
 """The fast paths a training step takes, each against the form it replaces: values and gradients.
 
 - the scan (``scan_memory``, the chunked form at ``chunk_size=1``) against the reference loop, in every cell;
-- the layers' choice of it (``layer_chunk_size``), and a model at the capacity record's size training through it;
+- the layers' choice of it (``layer_chunk_size``), and a model at the capacity record's size training through the
+  form it picks (the chunked form for linear attention);
 - the linear layer's joint q/k/v projection and short convolution against each projection and convolution run alone;
 - softmax attention through torch's fused kernel against the explicit form, and the attention layer written out;
 - the optimiser's update of all parameters at once against one parameter at a time, bit for bit;
@@ -108,16 +109,40 @@ def test_the_layer_chunk_size_is_the_scan_for_small_states_of_many_heads_on_a_cp
     assert layer_chunk_size("cpu", recurrence.SCAN_MIN_HEADS - 1, 8, 8) == cpu  # too few heads side by side
     assert layer_chunk_size("cpu", 512, 32, 32) == cpu  # a state too large
     assert layer_chunk_size("cuda", 512, 8, 8) == recurrence.default_chunk_size("cuda")
+    # linear attention (products only): the chunked form from smaller states on
+    assert layer_chunk_size("cpu", 512, 4, 4, products_only=True) == 1  # the width-32 points keep the scan
+    assert layer_chunk_size("cpu", 512, 8, 8, products_only=True) == cpu  # the width-64 points take the chunks
+    assert layer_chunk_size("cuda", 512, 4, 4, products_only=True) == recurrence.default_chunk_size("cuda")
+
+
+def _count_chunked(monkeypatch) -> list[int]:
+    """The chunk lengths chunk_memory is called with (after the scan's own count, whose call it wraps)."""
+    sizes = []
+    chunked = recurrence.chunk_memory
+
+    def counted(*args, chunk_size=None, **kw):
+        sizes.append(chunk_size)
+        return chunked(*args, chunk_size=chunk_size, **kw)
+
+    monkeypatch.setattr(recurrence, "chunk_memory", counted)
+    return sizes
 
 
 @pytest.mark.parametrize("mixer", ["linear_attention", "deltanet", "gated_deltanet", "kda"])
-def test_a_model_at_the_records_size_trains_through_the_scan(monkeypatch, mixer):
-    calls = _count_scans(monkeypatch)
+def test_a_model_at_the_records_size_trains_through_the_layers_chunk_size(monkeypatch, mixer):
+    """Every layer runs the form layer_chunk_size picks for it: the scan for the delta rule and the gated cells, the
+    chunked form for linear attention (products only) at the record's width."""
+    scans, sizes = _count_scans(monkeypatch), _count_chunked(monkeypatch)
     model = LM(replace(RECORD_MODEL, mixer=mixer), 0)
     opt, sched = optimiser(model, TrainConfig())
     batch = make_batch(RECORD_TASK, 64, 0)
     train_step(model, opt, sched, batch.tokens, batch.targets)
-    assert len(calls) == RECORD_MODEL.n_layers  # one scan per linear layer
+    H, hd = RECORD_MODEL.n_heads, RECORD_MODEL.head_dim
+    plain = mixer == "linear_attention"
+    want = layer_chunk_size("cpu", 64 * H, hd, hd, products_only=plain)
+    assert want == (recurrence.default_chunk_size("cpu") if plain else 1)
+    assert sizes == [want] * RECORD_MODEL.n_layers
+    assert len(scans) == (0 if plain else RECORD_MODEL.n_layers)  # one scan per linear layer, or none
 
 
 def _mixer_written_out(mixer: LinearMemoryMixer, x: torch.Tensor) -> torch.Tensor:

@@ -64,12 +64,29 @@ def causal_conv(x: torch.Tensor, weight: torch.Tensor, past: torch.Tensor | None
     return y, full[:, full.shape[1] - (size - 1) :]
 
 
+# Speed knob, no maths: the short convolution makes one pass over its tensors per tap, forward and backward (twelve in a
+# backward of four taps). It runs them on blocks of whole sequences of at most this many bytes a tensor, so that a
+# block's input, output and gradients stay in a core's L2 cache from one tap's pass to the next, instead of coming from
+# memory again for every tap: a training step's [64, 64, 192] activations are 3 MB, past a core's L2. Forward and
+# backward of that convolution, 1 thread of a 2-core Intel Xeon (2 MB of L2 a core), median of 30: 4.8 ms whole,
+# 3.0 ms in blocks of 8 sequences (384 KiB), 3.4-3.7 ms in blocks of 4 or 16, 6.8 ms in blocks of one.
+CONV_BLOCK_BYTES = 384 * 1024
+
+
+def _sequence_blocks(n: int, bytes_per_sequence: int) -> list[slice]:
+    """Consecutive blocks of the n sequences of a batch, each of at most :data:`CONV_BLOCK_BYTES` (at least one
+    sequence a block)."""
+    rows = max(1, CONV_BLOCK_BYTES // max(1, bytes_per_sequence))
+    return [slice(first, min(n, first + rows)) for first in range(0, n, rows)]
+
+
 class _ShiftedSum(torch.autograd.Function):
     """y_t = Σ_i taps[i] ⊙ x_{t+i−zeros} with ``zeros`` implicit zero steps before x's first (x_s = 0 for s < 0), and
     its gradients written out: one shifted slice per tap, accumulated in place (what unfold-then-sum computes, without
     a strided [B, T, D, size] window tensor), and a backward of one in-place multiply-add per tap for the input's
     gradient and one product-sum per tap for the weight's, instead of autograd's zero-filled slice gradient for every
-    tap and a new tensor per term (on a CPU the front end's costliest part of a training step).
+    tap and a new tensor per term (on a CPU the front end's costliest part of a training step). Both run on blocks of
+    whole sequences (:data:`CONV_BLOCK_BYTES`), each block through every tap before the next.
     """
 
     @staticmethod
@@ -84,14 +101,20 @@ class _ShiftedSum(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: torch.Tensor, taps: torch.Tensor, zeros: int) -> torch.Tensor:
         size = taps.shape[0]
-        T = x.shape[1] + zeros - size + 1
+        B, T = x.shape[0], x.shape[1] + zeros - size + 1
         taps = taps.contiguous()  # one contiguous row per tap: a strided column multiplies an order slower
-        (i, out, read), *rest = _ShiftedSum._spans(size, T, zeros)
-        y = x[:, read] * taps[i] if out.start == 0 else x.new_zeros(x.shape[0], T, x.shape[2])
-        if out.start:
-            rest = [(i, out, read), *rest]
-        for i, out, read in rest:
-            y[:, out].addcmul_(x[:, read], taps[i])
+        spans = _ShiftedSum._spans(size, T, zeros)
+        y = x.new_empty(B, T, x.shape[2])
+        for rows in _sequence_blocks(B, x[0].numel() * x.element_size()):
+            xb, yb = x[rows], y[rows]
+            (i, out, read), *rest = spans
+            if out.start == 0:  # the full-length tap writes the block; the others add to it
+                torch.mul(xb[:, read], taps[i], out=yb)
+            else:
+                yb.zero_()
+                rest = spans
+            for i, out, read in rest:
+                yb[:, out].addcmul_(xb[:, read], taps[i])
         ctx.save_for_backward(x, taps)
         ctx.zeros = zeros
         return y
@@ -99,16 +122,22 @@ class _ShiftedSum(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_y: torch.Tensor):
         x, taps = ctx.saved_tensors
-        grad_x = torch.zeros_like(x)
-        grad_taps = torch.empty_like(taps)
+        size = taps.shape[0]
         B, T, D = grad_y.shape
-        product = grad_y.new_empty(B * T * D)  # one buffer for the products, each a contiguous [B, n, D] (fast sums)
-        for i, out, read in _ShiftedSum._spans(taps.shape[0], T, ctx.zeros):
-            grad_x[:, read].addcmul_(grad_y[:, out], taps[i])  # ∂y_t/∂x_{t+i−zeros} = w_i
-            n = out.stop - out.start
-            terms = torch.mul(grad_y[:, out], x[:, read], out=product[: B * n * D].view(B, n, D))
-            grad_taps[i] = terms.sum((0, 1))  # ∂L/∂w_i = Σ_{b,t} ∂y_t ⊙ x_{t+i−zeros}
-        return grad_x, grad_taps, None
+        spans = _ShiftedSum._spans(size, T, ctx.zeros)
+        blocks = _sequence_blocks(B, x[0].numel() * x.element_size())
+        grad_x = torch.empty_like(x)
+        sums = grad_y.new_empty(len(blocks), size, D)  # each block's ∂L/∂w_i, summed over the blocks at the end
+        product = grad_y.new_empty(blocks[0].stop * T * D)  # one buffer for the products, each a contiguous [b, n, D]
+        for block, rows in enumerate(blocks):
+            gy, xb, gx = grad_y[rows], x[rows], grad_x[rows].zero_()
+            b = gx.shape[0]
+            for i, out, read in spans:
+                gx[:, read].addcmul_(gy[:, out], taps[i])  # ∂y_t/∂x_{t+i−zeros} = w_i
+                n = out.stop - out.start
+                terms = torch.mul(gy[:, out], xb[:, read], out=product[: b * n * D].view(b, n, D))
+                torch.sum(terms, (0, 1), out=sums[block, i])  # ∂L/∂w_i = Σ_{b,t} ∂y_t ⊙ x_{t+i−zeros}
+        return grad_x, sums.sum(0), None
 
 
 class ShortConv(nn.Module):
@@ -290,7 +319,8 @@ class LinearMemoryMixer(nn.Module):
             mode = "recurrent"
         chunk_size = self.cfg.chunk_size
         if chunk_size is None and not self.entry.unit_gates:  # ops with unit gates have their own chunked form
-            chunk_size = layer_chunk_size(x.device, B * H, K, V)  # 1 (the scan) for small states on a CPU
+            plain = self.entry.rule == "additive" and self.entry.gate == "none"  # linear attention: products only
+            chunk_size = layer_chunk_size(x.device, B * H, K, V, products_only=plain)  # 1 (the scan): small states
         kw = dict(initial_state=cache.S if cache else None, output_final_state=keep, mode=mode, chunk_size=chunk_size)
         if lay.feature_map is not None:
             kw.update(feature_map=lay.feature_map, normalize=lay.normalize)
