@@ -188,6 +188,35 @@ def test_slab_size_changes_nothing_but_speed(slab, rule, gate, monkeypatch):
     assert_close(S_slab, S, tol=1e-6, what="final state")
 
 
+def test_many_heads_take_one_span_while_autograd_records_and_spans_of_one_chunk_otherwise(monkeypatch):
+    cpu = torch.device("cpu")
+    slab = recurrence.CPU_SLAB * torch.get_num_threads()
+    assert recurrence.span_chunks(cpu, 9, slab + 1, recording=True) == 9  # a training batch: one span
+    assert recurrence.span_chunks(cpu, 9, slab + 1, recording=False) == 1  # inference: bounded temporaries
+    assert recurrence.span_chunks(cpu, 9, 1, recording=True) == slab  # few heads: the slab, recording or not
+    assert recurrence.span_chunks(torch.device("cuda"), 9, slab + 1) == 9
+    seen = []
+    real = recurrence.span_chunks
+    monkeypatch.setattr(recurrence, "span_chunks", lambda *a: seen.append(a[-1]) or real(*a))
+    monkeypatch.setattr(recurrence, "CPU_SLAB", 1)  # 2 heads are past a slab of 1 chunk a thread
+    x = inputs("delta", "channel", "n1", 50, dtype=torch.float32)
+    leaves = {n: t.clone().requires_grad_() for n, t in x.items() if t is not None}
+    with torch.no_grad():
+        o_spans, S_spans = forward(leaves, rule="delta", mode="chunk", chunk_size=8)  # spans of one chunk
+    o, S = forward(leaves, rule="delta", mode="chunk", chunk_size=8)  # recording: one span of all 7 chunks
+    assert seen == [False, True]
+    assert_close(o, o_spans, tol=1e-6, what="output")
+    assert_close(S, S_spans, tol=1e-6, what="final state")
+    gen = torch.Generator().manual_seed(4)
+    go, gS = torch.randn(o.shape, generator=gen), torch.randn(S.shape, generator=gen)
+    grads = torch.autograd.grad((o * go).sum() + (S * gS).sum(), list(leaves.values()))
+    ref = {n: t.detach().double().requires_grad_() for n, t in x.items() if t is not None}
+    o_ref, S_ref = forward(ref, rule="delta", mode="recurrent")
+    want = torch.autograd.grad((o_ref * go.double()).sum() + (S_ref * gS.double()).sum(), list(ref.values()))
+    for name, a, b in zip(leaves, grads, want, strict=True):
+        assert_close(a.double(), b, tol=1e-5, what=f"∂{name}")
+
+
 @pytest.mark.parametrize("rule, gate", [("delta", "channel"), ("additive", "scalar")])
 def test_the_default_chunk_size_is_the_devices(rule, gate):
     assert recurrence.default_chunk_size("cpu") == 32 and recurrence.default_chunk_size(torch.device("cuda")) == 64

@@ -24,7 +24,7 @@ from lineage import checks
 from lineage.ops.recurrence import run_memory
 
 FEATURE_MAPS = {
-    "elu1": lambda x: F.elu(x) + 1.0,  # Katharopoulos et al.: positive, smooth, cheap
+    "elu1": lambda x: F.elu(x).add_(1.0),  # Katharopoulos et al.: positive, smooth, cheap
     "relu": F.relu,  # non-negative; a zero row reads nothing
     "identity": lambda x: x,  # plain (unnormalised) linear attention
 }
