@@ -23,7 +23,8 @@ softmax and DeltaNet to show that their accuracy comes from the memory.
 
 Training runs the chunked forms (the default ``mode="chunk"`` of every linear op, at the chunk length
 :func:`lineage.ops.recurrence.layer_chunk_size` picks: on a CPU, chunks of one step, the scan, for these models' small
-states, except linear attention's chunks of 32 from width 64 up); :func:`forms` switches a model to the step-by-step recurrence, which gives the same outputs, for comparison.
+states, except linear attention's chunks of 32 from width 64 up); :func:`forms` switches a model to the step-by-step
+recurrence, which gives the same outputs, for comparison.
 """
 
 from __future__ import annotations
