@@ -13,7 +13,7 @@ from lineage.device import device_info
 from lineage.models.lm import CONTROLS, MIXERS, LMConfig, learned_layers
 from lineage.plots import learned_memory as learned
 from lineage.train import findings, loop
-from lineage.train.findings import FRONT_END_TITLES, PLATEAU_TEXT
+from lineage.train.findings import FRONT_END_CHOICES, FRONT_END_TITLES, PLATEAU_TEXT
 from lineage.train.loop import LIVE_MIXERS, LIVE_MODEL, LIVE_TASK, LIVE_TRAINING, TrainConfig, TrainResult
 from lineage.train.tasks import TASK_SOURCES, TASK_TITLES, TASKS, TaskConfig, make_batch
 from ui import limits, links
@@ -161,7 +161,10 @@ size = e.slider(
 )
 length = f.select_slider("Sequence length", [16, 32, 64], LIVE_TASK.seq_len, key="learned_memory_T")
 front_end = h.selectbox(
-    "Front end", list(FRONT_END_TITLES), format_func=FRONT_END_TITLES.get, key="learned_memory_front"
+    "Front end, every mixer alike",
+    list(FRONT_END_CHOICES),
+    format_func=FRONT_END_CHOICES.get,
+    key="learned_memory_front",
 )
 pressed = g.button("Train", type="primary", key="learned_memory_train")
 st.caption(TASK_SOURCES[task_key])

@@ -17,11 +17,15 @@ from ui.session import device_label, remember_measured_bandwidth
 
 NOISY_SPREAD = 2.0  # a KDA step whose medians differ more than this across contexts was disturbed by other work
 GDN2_STEP = "Gated DeltaNet-2 recurrent step"  # the stage after the article: KDA's state, two gate vectors a token
-BUDGET_NOTES = {
-    "tiny": "tiny — 4 contexts up to 4,096, 3 repeats (well under a second)",
-    "standard": "standard — 7 contexts up to the cap, 7 repeats (a second or two on a laptop CPU)",
-    "full": "full — 10 contexts up to the cap, 15 repeats (what `python -m lineage bench decode` reports)",
-}
+
+
+def budget_note(name: str) -> str:
+    """A budget as the select shows it, read from ``bench_decode.BUDGETS`` (short enough for the select's box on a
+    1280 px slide in presenter mode: a longer label is cut off there)."""
+    b = bench_decode.BUDGETS[name]
+    up_to = "the cap" if b.max_context is None else f"{b.max_context:,}"
+    return f"{name} — {b.points} contexts up to {up_to}, {b.repeats} repeats"
+
 
 st.title("Live benchmark")
 claim_slot = st.container()  # the page's claim and its number, filled below (measured once a run exists)
@@ -60,14 +64,14 @@ budget = left.selectbox(
     "Budget",
     budgets,
     index=budgets.index("standard"),
-    format_func=BUDGET_NOTES.get,
+    format_func=budget_note,
     bind="query-params",
     key="live_benchmark_budget",
 )
 if len(budgets) < len(bench_decode.BUDGETS):
     left.caption(
         f"Budgets on {device_info().type}: {', '.join(budgets)} (so every run stays fast for everyone). For the full "
-        "report on this machine, run `python -m lineage bench decode`."
+        "report on this machine (the full budget), run `python -m lineage bench decode`."
     )
 right.write("")
 clicked = right.button("Run benchmark", type="primary", key="live_benchmark_run")

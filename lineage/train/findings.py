@@ -851,6 +851,8 @@ FRONT_END_TITLES = {
     "conv": "the same short convolution on q, k, v for every mixer",
     "none": "no convolution for any mixer (the ablation)",
 }
+# the same choices as the page's select shows them, short enough for its box on a 1280 px slide in presenter mode
+FRONT_END_CHOICES = {"conv": "short conv on q, k, v", "none": "none (the ablation)"}
 PLATEAU_TEXT = (
     "Every mixer first learns to guess *one of the values* in the context — accuracy near 1/N for N pairs — and sits "
     "there until it can bind each value to the key just before it. The short convolution hands every position the "

@@ -98,6 +98,14 @@ CUT_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')
     .map(e => `${e.tagName.toLowerCase()}: ${e.innerText.trim().slice(0, 40)} (${e.scrollWidth} > ${e.clientWidth})`)"""
 
 
+# A control's shown value cut by its box: a select or a field shows its value in an <input>, which clips what does not
+# fit without an ellipsis ("… 7 repeats (a second or two on a laptop CPl"), so CUT_TEXT_JS does not see it.
+CUT_INPUTS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] input')]
+    .filter(i => i.value && i.getBoundingClientRect().width > 0 && i.scrollWidth > i.clientWidth + 1)
+    .map(i => `${(i.getAttribute('aria-label') || i.type).slice(0, 30)}: ${i.value.slice(0, 50)} `
+        + `(${i.scrollWidth} > ${i.clientWidth})`)"""
+
+
 # Chart texts that reach past their chart's edge (an axis title cut by the margin, a label past the side).
 OUTSIDE_JS = """() => {
     const out = [];
@@ -145,6 +153,8 @@ def check_screen(page, what: str, width: int, height: int) -> None:
     assert not outside, f"{what} at {width}×{height}: chart text past its chart's edge: {outside[:6]}"
     cut_text = page.evaluate(CUT_TEXT_JS)
     assert not cut_text, f"{what} at {width}×{height}: text cut off with an ellipsis: {cut_text[:5]}"
+    cut_values = page.evaluate(CUT_INPUTS_JS)
+    assert not cut_values, f"{what} at {width}×{height}: a control's value cut by its box: {cut_values[:5]}"
     wide_tables = page.evaluate(WIDE_TABLES_JS)
     assert not wide_tables, f"{what} at {width}×{height}: tables wider than their column: {wide_tables}"
     metrics = page.evaluate(METRIC_JS)
