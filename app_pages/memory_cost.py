@@ -58,7 +58,7 @@ if measured is not None:
     rate, where = measured
     bandwidths[MEASURED] = (rate, f"this machine: {rate / 1e9:,.1f} GB/s", f"measured live, {where}")
 bandwidth_key = right.selectbox(
-    "Memory bandwidth (datasheet or measured)",
+    "Memory bandwidth",
     list(bandwidths),
     index=list(bandwidths).index("h100-sxm"),
     format_func=lambda k: bandwidths[k][1],
@@ -67,8 +67,11 @@ bandwidth_key = right.selectbox(
 )
 bandwidth, bandwidth_name, bandwidth_source = bandwidths[bandwidth_key]
 bandwidth_label = f"{bandwidth_name} ({bandwidth_source})"
-if measured is None:
-    right.caption("Run the Live benchmark page to add this machine's measured bandwidth here.")
+right.caption(
+    "GPU bandwidths from the vendors' datasheets. Run the Live benchmark page to add this machine's, measured."
+    if measured is None
+    else "GPU bandwidths from the vendors' datasheets; this machine's measured on the Live benchmark page."
+)
 
 st.subheader("Your own model")
 limits = footprints.CUSTOM_LIMITS
