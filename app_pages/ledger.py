@@ -8,6 +8,7 @@ from lineage import schedules
 from lineage.plots.story import decode_ratio_curves
 from lineage.teach import ledger, overview
 from ui.display import chart, markdown_table
+from ui.nav import entry_for
 from ui.running import run_or_stop
 
 CONTEXTS = overview.LEDGER_CONTEXTS
@@ -64,8 +65,8 @@ st.markdown(
                 "The app finds": r.app,
                 "Verdict": r.verdict,
                 "Why": r.why,
-                "Where": f"[{r.page}](/{r.page})",
-                "Source": r.source,
+                "Where": f"[{ledger.where_text(entry_for(r.page).title)}](/{r.page})",  # the navigation's title
+                "Source": ledger.source_markdown(r.source),
             }
             for r in rows
         ]

@@ -66,9 +66,6 @@ div[data-testid="stDecoration"] {{
 .stApp td, .stApp th, .stApp td *, .stApp th * {{
   font-size: {PRESENTER_PX["table"]}px !important; padding: 0.35em 0.45em !important;
 }}
-/* a link in a table cell (the ledger's sources) may break anywhere: one long address would widen its column until
-   the table ran off a 1280 px screen */
-.stApp td a {{ overflow-wrap: anywhere; word-break: break-all; }}
 /* one compact row of controls */
 .stApp div[data-testid="stSlider"] {{ padding-bottom: 0 !important; }}
 </style>
@@ -87,6 +84,10 @@ _LAYOUT_CSS = """
   white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
   height: auto !important;
 }
+/* A link in a table cell (the ledger's "Where" and its sources) breaks between its words, not inside them: a link
+   may break anywhere by Streamlit's style, which lets a table squeeze its column to one letter ("Hom" over "e"). The
+   ledger names its sources instead of printing their addresses, so no link there is one long word. */
+.stApp td a { word-break: normal !important; overflow-wrap: break-word !important; }
 </style>
 """
 

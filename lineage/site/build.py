@@ -168,7 +168,7 @@ def page_screens(app_url: str | None) -> dict[str, Callable[[], screens.Screen]]
     out |= {s.key: (lambda key=s.key: screens.stage_screen(key)) for s in stages.all_stages()}
     out |= {
         "gated_deltanet2": screens.gated_deltanet2_screen,  # after the article: its page is its own, not a stage page
-        "ledger": lambda: screens.ledger_screen(filename),
+        "ledger": lambda: screens.ledger_screen(filename, {p.slug: p.nav_title for p in tour()}.__getitem__),
         "memory_lab": screens.memory_lab_screen,
         "learned_memory": screens.learned_memory_screen,
         "memory_cost": screens.memory_cost_screen,

@@ -331,8 +331,9 @@ def home_screen() -> Screen:
     return Screen("home", "Attention Lineage", tuple(blocks))
 
 
-def ledger_screen(page_link: Callable[[str], str]) -> Screen:
-    """The claims ledger at its defaults (Kimi Linear's own schedule, 1M tokens, batch 1), as app_pages/ledger.py."""
+def ledger_screen(page_link: Callable[[str], str], page_title: Callable[[str], str]) -> Screen:
+    """The claims ledger at its defaults (Kimi Linear's own schedule, 1M tokens, batch 1), as app_pages/ledger.py;
+    each row's page linked by its title in the site's navigation."""
     from lineage import schedules
 
     schedule = schedules.KIMI_LINEAR_SCHEDULE
@@ -367,8 +368,8 @@ def ledger_screen(page_link: Callable[[str], str]) -> Screen:
                     "The app finds": r.app,
                     "Verdict": r.verdict,
                     "Why": r.why,
-                    "Where": f"[{r.page}]({page_link(r.page)})",
-                    "Source": r.source,
+                    "Where": f"[{ledger.where_text(page_title(r.page))}]({page_link(r.page)})",
+                    "Source": ledger.source_markdown(r.source),
                 }
                 for r in rows
             )

@@ -44,8 +44,23 @@ SAVING_TOTAL = "cache and KDA states"
 
 
 ONE_M = 1 << 20
-ARTICLE = "dev.to article (31 Jul 2026), https://dev.to/cdragon123code/how-a-baseten-engineer-traced-7-years-of-attention-mechanism-evolution-from-gpt-2-to-kimi-k3-in-pl7"
+ARTICLE_NAME = "dev.to article (31 Jul 2026)"
+ARTICLE_URL = "https://dev.to/cdragon123code/how-a-baseten-engineer-traced-7-years-of-attention-mechanism-evolution-from-gpt-2-to-kimi-k3-in-pl7"
+ARTICLE = f"{ARTICLE_NAME}, {ARTICLE_URL}"
 KIMI_PAPER = "Kimi Linear, arXiv 2510.26692"
+
+
+def where_text(title: str) -> str:
+    """The title of a row's page as the ledger's "Where" column shows it: its hyphens non-breaking, so that a narrow
+    column on a 1280 px slide does not break a name after its hyphen ("Mamba-" over "2")."""
+    return title.replace("-", "\u2011")
+
+
+def source_markdown(source: str) -> str:
+    """A row's source as the ledger's table shows it: the article named and linked, its address behind the link (a
+    120-character address set as text is the widest thing in the table, and squeezes the other columns until a page's
+    title breaks inside its word on a 1280 px slide). Everything else as written."""
+    return source.replace(ARTICLE, f"[{ARTICLE_NAME}]({ARTICLE_URL})")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -106,6 +106,13 @@ CUT_INPUTS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] i
         + `(${i.scrollWidth} > ${i.clientWidth})`)"""
 
 
+# A link in a table cell broken inside a word: more lines than words ("Hom" over "e", a column squeezed to a letter).
+BROKEN_LINKS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] td a')]
+    .map(a => ({text: a.innerText.trim(), lines: new Set([...a.getClientRects()].map(r => Math.round(r.top))).size}))
+    .filter(a => a.text && a.lines > a.text.split(/\\s+/).length)
+    .map(a => `${a.text.slice(0, 40)} (${a.lines} lines)`)"""
+
+
 # Chart texts that reach past their chart's edge (an axis title cut by the margin, a label past the side).
 OUTSIDE_JS = """() => {
     const out = [];
@@ -153,6 +160,8 @@ def check_screen(page, what: str, width: int, height: int) -> None:
     assert not outside, f"{what} at {width}×{height}: chart text past its chart's edge: {outside[:6]}"
     cut_text = page.evaluate(CUT_TEXT_JS)
     assert not cut_text, f"{what} at {width}×{height}: text cut off with an ellipsis: {cut_text[:5]}"
+    broken_links = page.evaluate(BROKEN_LINKS_JS)
+    assert not broken_links, f"{what} at {width}×{height}: a table's link broken inside a word: {broken_links[:5]}"
     cut_values = page.evaluate(CUT_INPUTS_JS)
     assert not cut_values, f"{what} at {width}×{height}: a control's value cut by its box: {cut_values[:5]}"
     wide_tables = page.evaluate(WIDE_TABLES_JS)
