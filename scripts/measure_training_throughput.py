@@ -2,11 +2,14 @@
 (the commit before a speed-up), in interleaved rounds of one run; writes the record given by --out, with the CPU's
 model: data/learned_memory_throughput.json (an earlier 2-core machine, its model not recorded),
 data/learned_memory_throughput_xeon.json (a 2-core Intel Xeon) and data/learned_memory_throughput_epyc.json (a 2-core
-AMD EPYC) hold the speed-up against ffc7058 on three machines (EPYC: softmax 1.36x, linear attention 1.46x, DeltaNet
-1.80x, Gated DeltaNet 1.91x, KDA 2.17x; the Xeon: 2.11-2.94x; the softmax step there is bound by its matrix products
-and the CPU's flash attention, which this tree did not change). torch.compile does not pay for this step on the
-EPYC: the compiled step is 1.3x (softmax) to 4.9x (linear attention) slower than eager after 20-112 s of compiling
-(scripts/measure_compile.py, data/learned_memory_compile_epyc.json).
+AMD EPYC) hold the speed-up against ffc7058 on three machines, each for the commit it names. The Xeon's, for 275057e
+(the short convolution in blocks that stay in cache, linear attention's chunked form at the record's width, one span
+of chunks under autograd): softmax 2.05x, linear attention 2.06x, DeltaNet 2.19x, Gated DeltaNet 2.40x, KDA 2.84x
+(medians of 9 rounds; every round 1.98-2.98x). The EPYC's, for an earlier commit (547e5fc, before those): softmax
+1.36x, linear attention 1.46x, DeltaNet 1.80x, Gated DeltaNet 1.91x, KDA 2.17x. The softmax step is bound by its
+matrix products, the tanh GELU and the CPU's flash attention at head size 8, none of which this tree changed.
+torch.compile does not pay for this step on the EPYC: the compiled step is 1.3x (softmax) to 4.9x (linear attention)
+slower than eager after 20-112 s of compiling (scripts/measure_compile.py, data/learned_memory_compile_epyc.json).
 
     git worktree add /tmp/base <commit>
     python scripts/measure_training_throughput.py --base /tmp/base --out data/learned_memory_throughput.json
