@@ -57,21 +57,7 @@ m1.metric("verified", counts["verified"])
 m2.metric("differs (the app says why)", counts["differs"])
 m3.metric("quoted only (with source)", counts["quoted only"])
 
-st.markdown(
-    markdown_table(
-        [
-            {
-                "The article says": f"{r.number}: **{r.article}**",
-                "The app finds": r.app,
-                "Verdict": r.verdict,
-                "Why": r.why,
-                "Where": f"[{ledger.where_text(entry_for(r.page).title)}](/{r.page})",  # the navigation's title
-                "Source": ledger.source_markdown(r.source),
-            }
-            for r in rows
-        ]
-    )
-)
+st.markdown(markdown_table([ledger.table_cells(r, entry_for(r.page).title, f"/{r.page}") for r in rows]))
 
 st.subheader("Where “6× decode at 1M” comes from")
 st.markdown(

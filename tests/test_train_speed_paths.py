@@ -116,7 +116,7 @@ def test_the_layer_chunk_size_is_the_scan_for_small_states_of_many_heads_on_a_cp
 
 
 def _count_chunked(monkeypatch) -> list[int]:
-    """The chunk lengths chunk_memory is called with (after the scan's own count, whose call it wraps)."""
+    """The chunk lengths chunk_memory is called with (its chunk_size=1 runs the scan, which _count_scans counts)."""
     sizes = []
     chunked = recurrence.chunk_memory
 

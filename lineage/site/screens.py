@@ -361,19 +361,7 @@ def ledger_screen(page_link: Callable[[str], str], page_title: Callable[[str], s
         Metric("verified", str(counts["verified"])),
         Metric("differs (the app says why)", str(counts["differs"])),
         Metric("quoted only (with source)", str(counts["quoted only"])),
-        Table(
-            tuple(
-                {
-                    "The article says": f"{r.number}: **{r.article}**",
-                    "The app finds": r.app,
-                    "Verdict": r.verdict,
-                    "Why": r.why,
-                    "Where": f"[{ledger.where_text(page_title(r.page))}]({page_link(r.page)})",
-                    "Source": ledger.source_markdown(r.source),
-                }
-                for r in rows
-            )
-        ),
+        Table(tuple(ledger.table_cells(r, page_title(r.page), page_link(r.page)) for r in rows)),
         Text("## Where “6× decode at 1M” comes from"),
         _figure(
             "ledger_decode_ratio",

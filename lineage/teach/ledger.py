@@ -48,19 +48,7 @@ ARTICLE_NAME = "dev.to article (31 Jul 2026)"
 ARTICLE_URL = "https://dev.to/cdragon123code/how-a-baseten-engineer-traced-7-years-of-attention-mechanism-evolution-from-gpt-2-to-kimi-k3-in-pl7"
 ARTICLE = f"{ARTICLE_NAME}, {ARTICLE_URL}"
 KIMI_PAPER = "Kimi Linear, arXiv 2510.26692"
-
-
-def where_text(title: str) -> str:
-    """The title of a row's page as the ledger's "Where" column shows it: its hyphens non-breaking, so that a narrow
-    column on a 1280 px slide does not break a name after its hyphen ("Mamba-" over "2")."""
-    return title.replace("-", "\u2011")
-
-
-def source_markdown(source: str) -> str:
-    """A row's source as the ledger's table shows it: the article named and linked, its address behind the link (a
-    120-character address set as text is the widest thing in the table, and squeezes the other columns until a page's
-    title breaks inside its word on a 1280 px slide). Everything else as written."""
-    return source.replace(ARTICLE, f"[{ARTICLE_NAME}]({ARTICLE_URL})")
+NON_BREAKING_HYPHEN = "\u2011"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +61,24 @@ class LedgerRow:
     why: str
     page: str  # url path of the page that derives it
     source: str  # where the article's number comes from
+
+
+def table_cells(row: LedgerRow, page_title: str, page_link: str) -> dict[str, str]:
+    """One row of the ledger's table as Markdown cells, the app's page and the static site alike; ``page_title`` and
+    ``page_link`` name and address the row's page in the caller's navigation.
+
+    The page's title has non-breaking hyphens, so that a narrow column on a 1280 px slide does not break a name after
+    its hyphen ("Mamba-" over "2"); the article is named and linked, its address behind the link (a 120-character
+    address set as text is the widest thing in the table, and squeezes the other columns until a page's title breaks
+    inside its word on a 1280 px slide). Every other cell as the row has it."""
+    return {
+        "The article says": f"{row.number}: **{row.article}**",
+        "The app finds": row.app,
+        "Verdict": row.verdict,
+        "Why": row.why,
+        "Where": f"[{page_title.replace('-', NON_BREAKING_HYPHEN)}]({page_link})",
+        "Source": row.source.replace(ARTICLE, f"[{ARTICLE_NAME}]({ARTICLE_URL})"),
+    }
 
 
 def decode_ratio(batch, context, schedule: Sequence[str] | None = None, *, weights: bool = True) -> np.ndarray:
