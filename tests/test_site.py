@@ -265,6 +265,17 @@ def test_the_change_marks_of_an_equation_become_marks():
     )
 
 
+def test_only_a_cell_with_a_long_shown_word_may_break_inside_words():
+    """A config key marks its cell; a link's long address does not (it is not shown), nor does a short word."""
+    key = "text_config.linear_attn_config (93 layers)"
+    link = "[dev.to article](https://dev.to/a-very-long-address-of-an-article-on-kimi)"
+    assert build.has_long_word(key) and build.has_long_word(f"{link}; {key}")
+    assert not build.has_long_word(link) and not build.has_long_word("additive channel")
+    table = screens.Table(({"says": "additive", "source": f"{link}; {key}"},))
+    html = build.render_page(build._environment(), screens.Screen("ledger", "t", (table,)), build.tour(), None)
+    assert "<td>additive</td>" in html and '<td class="long"><a href="https://dev.to/' in html
+
+
 def test_the_live_app_link(tmp_path):
     without = build.build(tmp_path / "a", only=("live", "kda"))
     assert build.SERVE in (without.out / "live.html").read_text(encoding="utf-8")

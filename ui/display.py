@@ -42,12 +42,19 @@ def what_to_notice(points: list[str]) -> None:
     prose("\n".join(f"- {p}" for p in points), label="Read what to notice")
 
 
+def code(text: str) -> None:
+    """Python source in a code block. In presenter mode its lines wrap: a code block scrolls sideways, and on a
+    projector a line cut at the block's edge is lost to the room, with the shape or equation comment at its end (the
+    equation panel's column is 1,048 px at 1920 and 664 px at 1280, its lines up to 1,486 px)."""
+    st.code(text, language="python", wrap_lines=presenter_mode())
+
+
 def show_code(*objects, title: str = "The code that runs") -> None:
     """Show the real source of functions/classes from ``lineage`` (read at run time, so it cannot drift)."""
     with st.expander(title, expanded=False):
         for obj in objects:
             st.caption(f"`{obj.__module__}.{obj.__qualname__}`")
-            st.code(inspect.getsource(obj), language="python")
+            code(inspect.getsource(obj))
 
 
 def standalone_html(fig: go.Figure, title: str) -> bytes:

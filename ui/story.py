@@ -23,7 +23,7 @@ from lineage.teach.story import FILLER, FILLER_VALUE, SWITCH, scripted_text
 from lineage.teach.story_text import MAX_NAME, MAX_TEXT, Problem, WrittenStory, cut_story, parse_story, story_link
 from ui import links
 from ui.caps import caps
-from ui.display import chart
+from ui.display import chart, code
 
 INPUTS = {"story": "the story (named facts)", "random": "random vectors"}
 # Every term a slide uses, defined once; the glossary beside each claim shows them.
@@ -351,7 +351,7 @@ def code_excerpts(excerpts) -> None:
     """Lines of running code, each block under the file, function and line numbers it was cut from."""
     for excerpt in excerpts:
         st.caption(f"`{excerpt.where}`")
-        st.code(excerpt.text, language="python")
+        code(excerpt.text)
 
 
 def equation_panel(stage_key: str) -> None:

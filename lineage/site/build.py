@@ -9,6 +9,7 @@ same package versions.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,6 +110,17 @@ def figure_json(fig) -> str:
 # ---- pages -------------------------------------------------------------------------------------------------------
 
 
+LONG_WORD = 20  # characters: a cell shows a longer word (a config key, a repository's path) broken anywhere
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+
+
+def has_long_word(cell: str) -> bool:
+    """Whether a table cell's Markdown shows a word of more than :data:`LONG_WORD` characters (a link's address is not
+    shown). Such a cell may break its words anywhere (``td.long`` in site.css), so that a table of them fits its box;
+    the other cells break between words only, so that a narrow column keeps "channel" whole."""
+    return any(len(word) > LONG_WORD for word in _LINK_TARGET.sub("]", cell).split())
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=PackageLoader("lineage.site", "templates"),
@@ -121,6 +133,7 @@ def _environment() -> Environment:
     env.filters["mdinline"] = lambda text: markdown(text, inline=True)
     env.filters["figure_json"] = figure_json
     env.tests["block"] = lambda block, name: type(block).__name__ == name
+    env.tests["long_word"] = has_long_word
     return env
 
 

@@ -4,7 +4,7 @@ On every page: every text Plotly draws (axis ticks and titles, legends, colour-b
 numbers where shown, the animation's buttons and slider) is at least 18 px; every table cell's text too; every
 ``st.metric`` value at least 48 px; no element is wider than the viewport, at 1920×1080 and at 1280×720 (an element
 inside a box that scrolls or clips on its own, like a code block, does not count: the page itself does not scroll
-sideways).
+sideways), and no line of a shown code block is cut at the block's edge.
 """
 
 from __future__ import annotations
@@ -106,6 +106,14 @@ CUT_INPUTS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] i
         + `(${i.scrollWidth} > ${i.clientWidth})`)"""
 
 
+# A code block's line cut at the block's edge: a code block scrolls sideways on its own, and a projector shows its lines
+# cut (the equation panel's code beside the change it makes, at 1920 px as at 1280). A closed expander keeps its code
+# laid out but not shown: checkVisibility() leaves it out.
+CUT_CODE_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stCode"] pre')]
+    .filter(p => p.checkVisibility() && p.scrollWidth > p.clientWidth + 1)
+    .map(p => `${p.innerText.trim().slice(0, 40)} (${p.scrollWidth} > ${p.clientWidth})`)"""
+
+
 # A link in a table cell broken inside a word: more lines than words ("Hom" over "e", a column squeezed to a letter).
 BROKEN_LINKS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] td a')]
     .map(a => ({text: a.innerText.trim(), lines: new Set([...a.getClientRects()].map(r => Math.round(r.top))).size}))
@@ -164,6 +172,8 @@ def check_screen(page, what: str, width: int, height: int) -> None:
     assert not broken_links, f"{what} at {width}×{height}: a table's link broken inside a word: {broken_links[:5]}"
     cut_values = page.evaluate(CUT_INPUTS_JS)
     assert not cut_values, f"{what} at {width}×{height}: a control's value cut by its box: {cut_values[:5]}"
+    cut_code = page.evaluate(CUT_CODE_JS)
+    assert not cut_code, f"{what} at {width}×{height}: code lines cut at the block's edge: {cut_code[:3]}"
     wide_tables = page.evaluate(WIDE_TABLES_JS)
     assert not wide_tables, f"{what} at {width}×{height}: tables wider than their column: {wide_tables}"
     metrics = page.evaluate(METRIC_JS)

@@ -1,7 +1,8 @@
 """The static site in a real Chromium, served by ``python -m http.server`` on loopback and opened from ``file://``:
 every page draws every chart, Play advances with no blank heatmap, J / K step and the step lives in the URL hash, Next
-walks the whole tour and back home, the presenter view's sizes at 1920×1080, no horizontal scroll at 375 px, no
-console error and no request off the serving host. And the first chart of a page, site against app, in one run."""
+walks the whole tour and back home, the presenter view's sizes at 1920×1080 and its tables and code whole at 1920 and
+1280 px, no horizontal scroll at 375 px, no console error and no request off the serving host. And the first chart of
+a page, site against app, in one run."""
 
 from __future__ import annotations
 
@@ -226,6 +227,27 @@ def test_presenter_view_at_projector_size(browser, served):
         texts = page.evaluate(CHART_TEXTS_JS)
         assert min(t["px"] for t in texts) < PRESENTER_PX["tick"], "the reading view still draws the projected figure"
         assert_clean(seen, "presenter view")
+
+
+SMALL_PROJECTOR = {"width": 1280, "height": 800}
+# a table or a code block in the presenter view that scrolls sideways inside its box: the room sees it cut at the edge
+BOXES_CUT_JS = """() => [...document.querySelectorAll('.table-box, pre.code')]
+    .filter(box => box.scrollWidth > box.clientWidth + 1)
+    .map(box => ({box: box.className, shown: box.clientWidth, wide: box.scrollWidth,
+        start: box.textContent.trim().slice(0, 50)}))"""
+
+
+@pytest.mark.parametrize("screen", [PROJECTOR, SMALL_PROJECTOR], ids=["1920x1080", "1280x800"])
+def test_presenter_view_shows_every_table_and_code_line_whole(browser, site, screen):
+    """In the presenter view no table and no code block is wider than its box, on every page: cells break long
+    identifiers, and code lines wrap. (At 1280 px the ledger's config keys pushed its table 39 px past the box, the
+    Memory lab's comparison hid its last two columns, and four stages' code lines were cut.)"""
+    with visiting(browser, site.as_uri() + "/", screen) as (page, seen):
+        for p in PAGES:
+            open_page(page, site.as_uri() + "/" + p.file + "#view=present")
+            assert page.evaluate("() => document.documentElement.classList.contains('present')")
+            assert not page.evaluate(BOXES_CUT_JS), f"{p.file}: cut at {screen['width']} px"
+        assert_clean(seen, f"presenter view at {screen['width']} px")
 
 
 PHONE_JS = """() => [...document.querySelectorAll('figure.chart-box')].map(box => ({
