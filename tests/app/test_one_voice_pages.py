@@ -136,7 +136,7 @@ def test_story_numbers_agree_between_the_stage_pages_and_the_ledger():
 
 def test_the_readme_example_link_opens_the_view_it_describes():
     """The README's example link names settings the page has (none of them "ignored"), and the page opens on them."""
-    link = re.search(r"\(e\.g\. `(/[a-z_0-9]+\?[^`]+)`", (ROOT / "README.md").read_text()).group(1)
+    link = re.search(r"\(e\.g\.\s+`(/[a-z_0-9]+\?[^`]+)`", (ROOT / "README.md").read_text()).group(1)
     parts = urlsplit(link)
     params = dict(parse_qsl(parts.query))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
