@@ -21,15 +21,17 @@ st.caption(
     "rows follow."
 )
 
+OWN = schedules.KIMI_LINEAR_SCHEDULE
 a, b, c = st.columns(3)
 every = a.select_slider(
-    "Hybrid schedule: MLA every N layers",
+    "MLA every N layers",
     options=[0, 2, 3, 4, 5, 6, 8],
     value=0,
-    format_func=lambda n: "Kimi Linear's own (7 of 27)" if n == 0 else f"every {n}",
+    format_func=lambda n: f"Kimi Linear's own ({OWN.count('mla')} of {len(OWN)})" if n == 0 else f"every {n}",
     bind="query-params",
     key="ledger_every",
-    help="27 layers of Kimi Linear's shapes; 'Kimi Linear's own' is the released model's schedule.",
+    help=f"The hybrid's schedule: {len(OWN)} layers of Kimi Linear's shapes, an MLA layer every N of them; 'Kimi "
+    "Linear's own' is the released model's schedule.",
 )
 context = b.select_slider(
     "Context (tokens)",
@@ -40,9 +42,14 @@ context = b.select_slider(
     key="ledger_context",
 )
 batch = c.select_slider(
-    "Batch (sequences decoded together)", BATCHES.tolist(), value=1, bind="query-params", key="ledger_batch"
+    "Batch",
+    BATCHES.tolist(),
+    value=1,
+    bind="query-params",
+    key="ledger_batch",
+    help="Sequences decoded together: every cache and state is one per sequence, the weights are shared.",
 )
-schedule = schedules.KIMI_LINEAR_SCHEDULE if every == 0 else schedules.periodic_schedule(27, every)
+schedule = OWN if every == 0 else schedules.periodic_schedule(len(OWN), every)
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
