@@ -264,3 +264,7 @@ def test_answers_that_read_back_alike_are_drawn_apart_and_labelled_at_their_end(
     assert all(float(t.customdata[-1]) == pytest.approx(1.0, abs=1e-6) for t in lines)
     labels = [x for t in lines for x in t.text if x]
     assert labels == [", ".join(q.key for q in story.queries)], labels
+    # the label sits outside the band the four lines are drawn in, not on a line the others strike through
+    (labelled,) = [t for t in lines if any(t.text)]
+    side = "top" if labelled.textposition.startswith("top") else "bottom"
+    assert float(labelled.y[-1]) == (max(ends) if side == "top" else min(ends)), (side, float(labelled.y[-1]), ends)

@@ -301,10 +301,23 @@ def _held_lines(held: Mapping[str, np.ndarray], layout: dict, ticks: dict, T: in
     layout["yaxis2"].update(range=[-0.25, 1.25], tickvals=[0, 0.5, 1], tickformat=".0%")
     # answers that read back alike would hide one another: drawn a little apart, each naming the others
     drawn, notes = spread_coinciding(held, offset=HELD_SPREAD)
-    # a direct label at the end of a line that stands for others: the group's first line names them all (keys).
-    # A line alone has its legend entry and no label: labels of nearby lines would run into each other.
-    end_label = {g[0]: ", ".join(n.split(" →")[0] for n in g) for g in coinciding_groups(held) if len(g) > 1}
-    end_below = _labels_below(end_label, drawn)
+
+    # a direct label at the end of lines that stand for one another names them all (keys), outside the band they are
+    # drawn in: above its highest line, or below its lowest where another label sits just above (a label on a line
+    # inside the band is struck through by the others). A line alone has its legend entry and no label: labels of
+    # nearby lines would run into each other.
+    def end(name: str) -> float:  # where a line is drawn to end
+        finite = drawn[name][np.isfinite(drawn[name])]
+        return float(finite[-1]) if finite.size else 0.0
+
+    end_label, end_below = {}, set()
+    groups = [g for g in coinciding_groups(held) if len(g) > 1]
+    below = _labels_below({max(g, key=end): "" for g in groups}, drawn)  # the group's highest lines, as labelled
+    for g in groups:
+        top, bottom = max(g, key=end), min(g, key=end)
+        end_label[bottom if top in below else top] = ", ".join(n.split(" →")[0] for n in g)
+        if top in below:
+            end_below.add(bottom)
     for i, (name, curve) in enumerate(held.items()):
         line, marker = series_line(i)
         finite = np.isfinite(curve)
