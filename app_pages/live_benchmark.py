@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from lineage import plots
@@ -10,7 +13,7 @@ from lineage.device import device_info
 from lineage.measure import bench_decode
 from lineage.ops.softmax import decode_step
 from ui.caps import benchmark_memory_bytes, caps
-from ui.display import chart, prose, show_code, what_to_notice
+from ui.display import chart, prose, show_code, table, what_to_notice
 from ui.results import BENCHMARKS
 from ui.running import run_or_stop
 from ui.session import device_label, remember_measured_bandwidth
@@ -163,8 +166,14 @@ if result is not None:
         key="live_benchmark_bandwidth_chart",
         alt="The KV-cache step's bytes read per second as a share of reading the same bytes once, against context.",
     )
-    with st.expander("The numbers (as the command line prints them)"):
-        st.code(bench_decode.format_table(r), language="text")
+    with st.expander("The numbers"):
+        st.text("\n".join(bench_decode.settings_lines(r)))
+        table(
+            pd.DataFrame(bench_decode.table_rows(r)),
+            key="live_benchmark_numbers",
+            formats={name: functools.partial(bench_decode.format_cell, name) for name in bench_decode.COLUMNS},
+        )
+        st.caption("The command line prints the same report: `python -m lineage bench decode`.")
 
     flops_per_byte = float(r.kv_flops_per_step[top] / r.kv_bytes_per_step[top])
     slower = np.flatnonzero(r.kv_ms > r.kda_ms)

@@ -422,35 +422,62 @@ def run_decode_benchmark(
 # ---------------------------------------------------------------------------------------------------------
 
 
-def format_table(result: DecodeBenchmark) -> str:
-    """A plain-text report: settings, copy bandwidth, then one row per context."""
+# The table's columns, each with its format and its width in the printed report (the app shows the same table).
+COLUMNS = {
+    "context": (",", 10),
+    "KV bytes read": (",", 15),
+    "KV ms/token": (".3f", 12),
+    "KV GB/s": (".2f", 9),
+    "of copy": (".0%", 8),
+    "of read": (".0%", 8),
+    "KDA ms/token": (".3f", 13),
+    "GDN-2 ms/token": (".3f", 15),
+}
+
+
+def settings_lines(result: DecodeBenchmark) -> list[str]:
+    """The report's lines above its table: the run, the copy bandwidth, the cap and KDA's state."""
     r = result
-    lines = [
+    return [
         f"decode step, {r.device_label}; {r.heads} heads × {r.head_dim} ({r.dtype}); "
         f"median of {r.repeats} after {r.warmup} warm-up ({r.budget} budget, {r.wall_seconds:.1f} s)",
         f"memory copy: {r.copy_bytes_per_s / 1e9:,.2f} GB/s (dst.copy_(src), 2 × {format_bytes(r.copy_size_bytes)} "
         f"moved per copy)",
         f"cap: {format_bytes(r.cap_bytes)} of benchmark memory on {r.device_type} -> at most {r.cap_context:,} tokens",
         f"KDA state read and written per step: {r.kda_state_bytes:,} bytes",
-        "",
-        f"{'context':>10} {'KV bytes read':>15} {'KV ms/token':>12} {'KV GB/s':>9} {'of copy':>8} "
-        f"{'of read':>8} {'KDA ms/token':>13} {'GDN-2 ms/token':>15}",
     ]
-    for N, b, kv, bw, frac, of_read, kd, g2 in zip(
+
+
+def table_rows(result: DecodeBenchmark) -> list[dict[str, float]]:
+    """One row per context, the :data:`COLUMNS` in order (GB/s in 10⁹ bytes, the shares as fractions)."""
+    r = result
+    columns = zip(
         r.contexts,
         r.kv_bytes_per_step,
         r.kv_ms,
-        r.kv_bytes_per_s,
+        r.kv_bytes_per_s / 1e9,
         r.kv_fraction_of_copy,
         r.kv_fraction_of_read,
         r.kda_ms,
         r.gdn2_ms,
         strict=True,
-    ):
-        lines.append(
-            f"{N:>10,} {b:>15,} {kv:>12.3f} {bw / 1e9:>9.2f} {frac:>8.0%} {of_read:>8.0%} {kd:>13.3f} {g2:>15.3f}"
-        )
-    return "\n".join(lines)
+    )
+    return [dict(zip(COLUMNS, (x.item() for x in row), strict=True)) for row in columns]
+
+
+def format_cell(column: str, value: float) -> str:
+    """A table cell as the report prints it (:data:`COLUMNS`' format, without its width)."""
+    return format(value, COLUMNS[column][0])
+
+
+def format_table(result: DecodeBenchmark) -> str:
+    """A plain-text report: settings, copy bandwidth, then one row per context."""
+    header = " ".join(f"{name:>{width}}" for name, (_, width) in COLUMNS.items())
+    rows = [
+        " ".join(f"{format_cell(name, row[name]):>{COLUMNS[name][1]}}" for name in COLUMNS)
+        for row in table_rows(result)
+    ]
+    return "\n".join([*settings_lines(result), "", header, *rows])
 
 
 def to_json(result: DecodeBenchmark) -> dict:

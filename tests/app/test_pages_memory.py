@@ -7,7 +7,7 @@ import pytest
 
 from lineage import plots, schedules
 from lineage.measure import footprints
-from lineage.measure.bench_decode import context_cap, kv_bytes
+from lineage.measure.bench_decode import COLUMNS, context_cap, kv_bytes
 from lineage.plots.memory import GPU_LINE_GROUP
 from lineage.teach import ledger
 from tests.app.util import figures, run_page
@@ -196,6 +196,10 @@ def test_live_benchmark_tiny_run_shares_its_bandwidth():
     assert any(f"took {ratio:.2g}× KDA's time here" in m.value for m in at.markdown), "its sentence, measured"
     bandwidth, label = at.session_state["_measured_bandwidth"]
     assert bandwidth > 0 and "memory copy" in label
+    # the numbers as a table, a row per context measured, the columns the command line prints
+    (numbers,) = [d.value for d in at.dataframe if "KDA ms/token" in d.value.columns]
+    assert list(numbers.columns) == list(COLUMNS) and len(numbers) == len(figs[0]["data"][1]["x"])
+    assert numbers["KDA ms/token"].tolist() == pytest.approx(np.asarray(figs[0]["data"][1]["y"], dtype=float))
 
     at.switch_page("app_pages/memory_cost.py").run()
     assert not at.exception
