@@ -22,14 +22,6 @@ NOISY_SPREAD = 2.0  # a KDA step whose medians differ more than this across cont
 GDN2_STEP = "Gated DeltaNet-2 recurrent step"  # the stage after the article: KDA's state, two gate vectors a token
 
 
-def budget_note(name: str) -> str:
-    """A budget as the select shows it, read from ``bench_decode.BUDGETS`` (short enough for the select's box on a
-    1280 px slide in presenter mode: a longer label is cut off there)."""
-    b = bench_decode.BUDGETS[name]
-    up_to = "the cap" if b.max_context is None else f"{b.max_context:,}"
-    return f"{name} — {b.points} contexts up to {up_to}, {b.repeats} repeats"
-
-
 st.title("Live benchmark")
 claim_slot = st.container()  # the page's claim and its number, filled below (measured once a run exists)
 prose(
@@ -67,7 +59,7 @@ budget = left.selectbox(
     "Budget",
     budgets,
     index=budgets.index("standard"),
-    format_func=budget_note,
+    format_func=bench_decode.budget_label,
     bind="query-params",
     key="live_benchmark_budget",
 )

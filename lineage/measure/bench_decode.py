@@ -88,6 +88,15 @@ BUDGETS: dict[str, Budget] = {
 }
 
 
+def budget_label(name: str) -> str:
+    """A budget as the Live benchmark's select shows it, from :data:`BUDGETS` (short enough for the select's box on
+    a 1280 px slide in presenter mode: a longer label is cut off there). A link to the page names the budget by this
+    label: Streamlit keeps a bound select's shown label in the URL, and drops a value it does not show."""
+    b = BUDGETS[name]
+    up_to = "the cap" if b.max_context is None else f"{b.max_context:,}"
+    return f"{name} — {b.points} contexts up to {up_to}, {b.repeats} repeats"
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Sizes and the cap
 # ---------------------------------------------------------------------------------------------------------
