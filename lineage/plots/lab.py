@@ -97,12 +97,14 @@ def _bars(
     )
 
 
-def _d_k_marks(d_k: int, panels: int = 1, *, top: bool = True) -> dict:
-    """A dashed line at N = d_k in each panel, labelled at its top right (or bottom right, below panel titles)."""
+def _d_k_marks(d_k: int, places: tuple[str, ...] = ("top right",)) -> dict:
+    """A dashed line at N = d_k in each panel, labelled at the corner of the line given for that panel ("top left",
+    "bottom right", …): where the panel's curves leave room, so that no curve runs through the label."""
     shapes, annotations = [], []
-    for i in range(panels):
+    for i, place in enumerate(places):
         refs = axis_refs(i)
         xref, yref = refs["xaxis"], f"{refs['yaxis']} domain"
+        vertical, side = place.split()
         line = dict(color="grey", dash="dash")
         shapes.append(dict(type="line", x0=d_k, x1=d_k, xref=xref, y0=0, y1=1, yref=yref, line=line))
         annotations.append(
@@ -110,10 +112,10 @@ def _d_k_marks(d_k: int, panels: int = 1, *, top: bool = True) -> dict:
                 showarrow=False,
                 text=f"d_k = {d_k}",
                 x=d_k,
-                xanchor="left",
+                xanchor="right" if side == "left" else "left",
                 xref=xref,
-                y=1 if top else 0,
-                yanchor="top" if top else "bottom",
+                y=1 if vertical == "top" else 0,
+                yanchor=vertical,
                 yref=yref,
             )
         )
@@ -172,7 +174,9 @@ def capacity_curves(r: CapacityResult) -> go.Figure:
         data.append(_line(m, r.n, r.error[m], hover="N = ", panel=0))
         data.append(_line(m, r.n, r.accuracy[m], showlegend=False, hover="N = ", panel=1))
     layout = subplot_grid(("Recall error, mean over the N pairs", "Accuracy"), spacing=0.1)
-    marks = _d_k_marks(r.settings.d_k, 2, top=False)  # the top holds the subplot titles
+    # up to d_k pairs every memory holds them all (error 0, accuracy 1): the label goes left of the line, away from
+    # the perfect value; right of it the curves spread over the whole panel
+    marks = _d_k_marks(r.settings.d_k, ("top left", "bottom left"))
     layout.update(shapes=marks["shapes"], annotations=layout["annotations"] + marks["annotations"])
     for axis in ("xaxis", "xaxis2"):
         layout[axis]["title"] = dict(text="pairs stored N")

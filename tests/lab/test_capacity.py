@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from lineage import lab
+from lineage.plots import capacity_curves
 from tests.lab.util import EXACT, ORTHO, RANDOM, additive_instead_of_delta
 
 
@@ -71,3 +72,21 @@ def test_mutation_blurry_softmax_fails_the_flatness_check(monkeypatch):
     monkeypatch.setattr(lab.common, "SHARP_SCALE", 1.0)  # softmax at scale 1 averages instead of matching
     with pytest.raises(AssertionError, match="softmax recall error"):
         check_softmax_flat(lab.capacity(ORTHO))
+
+
+def test_the_d_k_label_sits_where_no_curve_runs():
+    """The capacity figure labels its N = d_k line where, up to d_k, no curve runs: left of the line, at the edge of
+    the panel away from the curves (error 0 at the bottom: label at the top; accuracy 1 at the top: at the bottom)."""
+    r = lab.capacity(ORTHO)
+    fig = capacity_curves(r)
+    marks = [a for a in fig.layout.annotations if a.text == f"d_k = {r.settings.d_k}"]
+    assert len(marks) == 2
+    for mark in marks:
+        assert mark.xanchor == "right" and mark.x == r.settings.d_k  # left of the line
+        axis = "y" if mark.yref == "y domain" else "y2"
+        values = np.concatenate(
+            [np.asarray(t.y, float)[np.asarray(t.x) <= r.settings.d_k] for t in fig.data if t.yaxis == axis]
+        )
+        lo, hi = fig.layout[f"yaxis{axis[1:]}"].range or (0.0, max(float(np.nanmax(t.y)) for t in fig.data))
+        middle = (lo + hi) / 2
+        assert (values < middle).all() if mark.yanchor == "top" else (values > middle).all(), (mark.yanchor, axis)
