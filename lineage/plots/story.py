@@ -96,16 +96,17 @@ def _panel_chars(layout: dict, x: float) -> int:
 LABEL_GAP = 0.2  # of the held panel's y (shares): end labels closer than this go on opposite sides of their lines
 
 
-def _labels_below(end_label: dict[str, str], drawn: dict[str, np.ndarray]) -> set[str]:
-    """The labelled lines whose end label goes below the line: the lower of two lines that end within LABEL_GAP of
-    each other, from the top down."""
-    ends = []
-    for name in end_label:
-        finite = drawn[name][np.isfinite(drawn[name])]
-        if finite.size:
-            ends.append((float(finite[-1]), name))
+def _line_end(y: np.ndarray) -> float | None:
+    """Where a drawn line ends: its last finite value (None for a line with none)."""
+    finite = y[np.isfinite(y)]
+    return float(finite[-1]) if finite.size else None
+
+
+def _labels_below(ends: dict[str, float | None]) -> set[str]:
+    """The labelled lines (name: where the line ends) whose end label goes below the line: the lower of two lines that
+    end within LABEL_GAP of each other, from the top down."""
     below, previous = set(), None
-    for y, name in sorted(ends, reverse=True):
+    for y, name in sorted(((y, name) for name, y in ends.items() if y is not None), reverse=True):
         if previous is not None and previous - y < LABEL_GAP:
             below.add(name)
             previous = None  # the next label is free to go above again
@@ -306,13 +307,14 @@ def _held_lines(held: Mapping[str, np.ndarray], layout: dict, ticks: dict, T: in
     # drawn in: above its highest line, or below its lowest where another label sits just above (a label on a line
     # inside the band is struck through by the others). A line alone has its legend entry and no label: labels of
     # nearby lines would run into each other.
-    def end(name: str) -> float:  # where a line is drawn to end
-        finite = drawn[name][np.isfinite(drawn[name])]
-        return float(finite[-1]) if finite.size else 0.0
+    ends = {name: _line_end(y) for name, y in drawn.items()}
+
+    def end(name: str) -> float:  # where a line is drawn to end (a line with no finite value sorts at 0)
+        return ends[name] or 0.0
 
     end_label, end_below = {}, set()
     groups = [g for g in coinciding_groups(held) if len(g) > 1]
-    below = _labels_below({max(g, key=end): "" for g in groups}, drawn)  # the group's highest lines, as labelled
+    below = _labels_below({top: ends[top] for top in (max(g, key=end) for g in groups)})  # labelled above, for now
     for g in groups:
         top, bottom = max(g, key=end), min(g, key=end)
         end_label[bottom if top in below else top] = ", ".join(n.split(" →")[0] for n in g)
