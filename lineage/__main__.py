@@ -282,6 +282,12 @@ def _add_bench_parser(sub) -> None:
         default=None,
         help="time the recurrent form on this prefix of T and scale its time by T / recurrent-T (said in the output)",
     )
+    ops.add_argument(
+        "--anchors",
+        choices=("compiled", "python"),
+        default=d.anchors,
+        help="the per-channel gates' products on a CPU: compiled C++ (lineage.ops.native) or the Python form",
+    )
 
 
 def _bench(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
@@ -289,7 +295,8 @@ def _bench(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
 
     if args.what == "decode":
         ops_only = ("--B", "--H", "--T", "--K", "--V", "--chunk-size", "--dtype", "--normalisers", "--wipe-fraction")
-        refuse(parser, typed, (*ops_only, "--repeats", "--recurrent-repeats", "--recurrent-T"), "with bench ops")
+        timing = ("--repeats", "--recurrent-repeats", "--recurrent-T", "--anchors")
+        refuse(parser, typed, (*ops_only, *timing), "with bench ops")
     else:
         refuse(parser, typed, ("--budget",), "with bench decode")
     if args.threads < 1:
@@ -333,6 +340,7 @@ def _bench(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
                 recurrent_T=args.recurrent_T,
                 normalisers=tuple(args.normalisers),
                 wipe_fraction=args.wipe_fraction,
+                anchors=args.anchors,
             )
         except (TypeError, ValueError) as exc:
             parser.error(str(exc))

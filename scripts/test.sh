@@ -75,6 +75,18 @@ EOF
   say "browser tests use $CHROMIUM"
 fi
 
+# ---- a C++ compiler: the per-channel gates' compiled products (lineage/ops/native.py) are tested, never skipped ---
+if [ -z "$("$PY" -c "from lineage.ops.native import find_compiler; print(find_compiler() or '')")" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && grep -qi '^ID=debian' /etc/os-release 2>/dev/null; then
+    say "installing Debian's g++ for the compiled products"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null
+  else
+    echo "No C++ compiler found (c++, g++, clang++, or \$CXX): install one (Debian: apt-get install g++;" \
+      "macOS: xcode-select --install). tests/test_native.py needs it." >&2
+    exit 1
+  fi
+fi
+
 # ---- the checks ---------------------------------------------------------------------------------------------------
 say "ruff"
 "$PY" -m ruff check .

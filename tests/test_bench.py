@@ -27,6 +27,7 @@ from lineage.measure.bench import (
     sweep_plan,
 )
 from lineage.mechanisms import LayerOptions, Mechanism, linear_mechanisms, registered
+from lineage.ops import native, recurrence
 from lineage.ops.mamba2 import mamba2
 from lineage.ops.recurrence import default_chunk_size
 
@@ -313,6 +314,24 @@ def test_table_has_one_row_per_cell_and_says_how_it_was_measured(tiny_run):
     schemes = next(line for line in text.splitlines() if line.startswith("decays inside a chunk"))
     gated = [m for m in linear_mechanisms() if m.chunk_decays is not None]
     assert gated and all(m.key in schemes for m in gated)
+
+
+def test_the_report_says_how_the_anchored_products_ran(tiny_run, monkeypatch):
+    r, _ = tiny_run
+    assert r.anchored_form == native.status().detail and r.anchored_form.startswith("compiled C++ (")
+    assert f"anchored products ran as: {r.anchored_form}" in format_result(r).splitlines()
+    assert r.to_json()["anchored_products"] == r.anchored_form
+    assert bench.anchored_form(torch.device("meta")).startswith("Python form: the compiled loop is for a CPU")
+
+
+def test_the_python_anchors_run_without_the_compiled_loop_and_the_knob_is_restored(monkeypatch):
+    monkeypatch.setattr(native, "anchored", lambda *a: pytest.fail("the compiled loop ran under --anchors python"))
+    r = run_bench(dataclasses.replace(TINY, anchors="python", repeats=1, recurrent_repeats=1))
+    assert r.anchored_form.startswith("Python form: lineage.ops.recurrence.NATIVE_ANCHORS is off")
+    assert recurrence.NATIVE_ANCHORS is True
+    assert any(c.gate_kind == "channel" for c in r.cells)
+    with pytest.raises(ValueError, match="anchors must be one of 'compiled', 'python', got 'fast'"):
+        BenchConfig(anchors="fast")
 
 
 def test_the_decay_schemes_line_groups_the_ops_by_the_tables_scheme():

@@ -334,8 +334,10 @@ def test_each_gated_mechanism_runs_the_decay_scheme_its_table_entry_names(m, mon
 
 
 @pytest.mark.parametrize("strength", ["n1", "n0.25", "n1-5%channel-wipes"])
-def test_anchored_products_are_the_same_with_and_without_autograd(strength):
+def test_anchored_products_are_the_same_with_and_without_autograd(strength, monkeypatch):
     # without autograd the level factors are updated in place; with it, on copies (the backward keeps them): one answer
+    # (the Python form both times: a CPU without autograd runs the compiled loop, which tests/test_native.py checks)
+    monkeypatch.setattr(recurrence, "NATIVE_ANCHORS", False)
     gen = torch.Generator().manual_seed(5)
     q, k = (torch.randn(24, 32, 6, generator=gen, dtype=torch.float64) for _ in range(2))
     g = draw_gate((1, 24, 32, 6), strength, gen)[0]

@@ -3,8 +3,7 @@
 Every op of the linear family (the mechanisms of :mod:`lineage.mechanisms` that have a write rule) is timed in its
 chunked and its recurrent form at one shape (default B=1, H=4, T=4096, K=V=64, fp32 inputs, chunks of the device's
 default length: 32 on a CPU, 64 on a GPU, see :func:`lineage.ops.recurrence.default_chunk_size`). The gated ops are
-timed
-at several gate strengths, because the chunked form's cost can depend on how strongly the gates decay:
+timed at several gate strengths, because the chunked form's cost can depend on how strongly the gates decay:
 
     g = log σ(x) / n,  x ~ N(0, 1),  n ∈ {16, 4, 1, 0.25}     mean log-α ≈ −0.05, −0.2, −0.8, −3.2 per step
     the same at n = 1 with 5 % of positions wiped (g = −inf: the state is erased there)
@@ -44,10 +43,12 @@ from lineage.device import cpu_model, device_info, get_device
 from lineage.inputs import GATE_STRENGTHS, GateDraw, draw_unit_gates, random_inputs
 from lineage.measure.timing import Timed, interleaved_times
 from lineage.mechanisms import Mechanism, linear_mechanisms, write_rule
+from lineage.ops import native, recurrence
 from lineage.ops.recurrence import default_chunk_size
 
 ProgressFn = Callable[[str], None]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp64": torch.float64}
+ANCHORS = ("compiled", "python")  # BenchConfig.anchors
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ class BenchConfig:
     wipe_fraction: float = next(d.wipe_fraction for d in GATE_STRENGTHS if d.wipe_fraction)  # ... and g = −inf's share
     matmul_repeats: int = 5  # the bmm baseline: median of this many, measured before and after the sweep
     seed: int = 0
+    # the per-channel gates' products: "compiled" (lineage.ops.native, where it can run) or "python" (the Python form,
+    # recurrence.NATIVE_ANCHORS off for the run), to time one against the other
+    anchors: str = "compiled"
 
     def __post_init__(self):
         for name in ("B", "H", "T", "K", "V", "threads", "repeats", "recurrent_repeats"):
@@ -92,6 +96,8 @@ class BenchConfig:
             raise ValueError(
                 f"wipe_fraction must be in [0, 1) (0 leaves out the wiped gates), got {self.wipe_fraction}"
             )
+        if self.anchors not in ANCHORS:
+            raise ValueError(f"anchors must be one of {', '.join(map(repr, ANCHORS))}, got {self.anchors!r}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -271,6 +277,7 @@ class BenchResult:
     planned: int = 0  # cells the sweep was to time; fewer in ``cells`` when it was interrupted (Ctrl-C)
     rounds: int = 0  # timed rounds that finished (every cell's forms called once more in each)
     planned_rounds: int = 0  # the rounds the sweep was to run; fewer in ``rounds`` when it was interrupted
+    anchored_form: str = ""  # how the per-channel gates' products ran (:func:`anchored_form`)
 
     @property
     def complete(self) -> bool:
@@ -303,6 +310,7 @@ class BenchResult:
             "rounds": self.rounds,
             "rounds_planned": self.planned_rounds,
             "recurrent_scaled_from_T": self.config.recurrent_T,
+            "anchored_products": self.anchored_form,
             "matmul_baseline": {
                 "gflops": b.total_gflops,
                 "products": {
@@ -378,12 +386,14 @@ def run_bench(cfg: BenchConfig = BenchConfig(), progress: ProgressFn | None = No
     device = get_device()
     if cfg.chunk_size is None:
         cfg = dataclasses.replace(cfg, chunk_size=default_chunk_size(device))
-    threads_before = torch.get_num_threads()
+    threads_before, native_before = torch.get_num_threads(), recurrence.NATIVE_ANCHORS
     torch.set_num_threads(cfg.threads)
+    recurrence.NATIVE_ANCHORS = native_before and cfg.anchors == "compiled"
     try:
         return _run(cfg, device, report)
     finally:
         torch.set_num_threads(threads_before)
+        recurrence.NATIVE_ANCHORS = native_before
 
 
 def busy_warning(threads: int, cores: int | None, load: float | None) -> str | None:
@@ -442,7 +452,18 @@ def _run(cfg: BenchConfig, device: torch.device, report: ProgressFn) -> BenchRes
         planned=len(plan),
         rounds=len(rounds),
         planned_rounds=_rounds(cfg),
+        anchored_form=anchored_form(device),
     )
+
+
+def anchored_form(device: torch.device) -> str:
+    """How the per-channel gates' products (``recurrence.anchored_products``) run on ``device`` without autograd:
+    compiled C++ with its compiler and flags, or the Python form and why (``lineage.ops.native``)."""
+    if device.type != "cpu":
+        return "Python form: the compiled loop is for a CPU"
+    if not recurrence.NATIVE_ANCHORS:
+        return "Python form: lineage.ops.recurrence.NATIVE_ANCHORS is off (bench --anchors python sets it so)"
+    return native.status().detail
 
 
 def _rounds(cfg: BenchConfig) -> int:
@@ -579,6 +600,8 @@ def format_result(r: BenchResult) -> str:
             spreads.append(f"{op} {slow.chunk_seconds / fast.chunk_seconds:.2f}x")
         lines.append("chunked form, slowest gate strength / fastest: " + ", ".join(spreads))
         lines.append("decays inside a chunk (lineage.mechanisms.CHUNK_DECAYS): " + decay_schemes(list(gated)))
+        if r.anchored_form and any(cell.gate_kind == "channel" for cells in gated.values() for cell in cells):
+            lines.append(f"anchored products ran as: {r.anchored_form}")
     if "kda" in gated and "gated_deltanet" in gated:
         gdn = {cell.gate: cell.chunk_seconds for cell in gated["gated_deltanet"]}
         ratios = [

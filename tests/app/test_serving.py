@@ -275,6 +275,8 @@ def test_dockerfile_is_pinned_copies_with_chown_checks_health_and_starts_as_the_
     assert re.fullmatch(r"python:\d+\.\d+\.\d+-slim-\w+", base), f"the base image is not pinned to a release: {base}"
     runs = " ".join(args for op, args in steps if op == "RUN")
     assert "-c requirements.lock" in runs and "chown -R" not in runs  # a recursive chown copies every file again
+    # a C++ compiler, so the per-channel products run compiled (lineage/ops/native.py), in the image's Debian release
+    assert re.search(r"apt-get install -y --no-install-recommends g\+\+ ", runs), runs
     lock = (ROOT / "requirements.lock").read_text(encoding="utf-8")
     torch_pin = re.search(r'"torch==([\w.]+)"', runs).group(1)
     assert f"torch=={torch_pin}\n" in lock and "streamlit==" + pinned("streamlit") in lock
