@@ -327,8 +327,10 @@ def test_the_report_says_how_the_anchored_products_ran(tiny_run, monkeypatch):
 def test_the_python_anchors_run_without_the_compiled_loop_and_the_knob_is_restored(monkeypatch):
     monkeypatch.setattr(native, "anchored", lambda *a: pytest.fail("the compiled loop ran under --anchors python"))
     r = run_bench(dataclasses.replace(TINY, anchors="python", repeats=1, recurrent_repeats=1))
-    assert r.anchored_form.startswith("Python form: lineage.ops.recurrence.NATIVE_ANCHORS is off")
-    assert recurrence.NATIVE_ANCHORS is True
+    assert r.anchored_form == "Python form, asked for (bench --anchors python)"
+    assert not native.forced_python() and native.usable(torch.zeros(1, 2, 64), (torch.zeros(1, 2, 64),))
+    monkeypatch.setattr(recurrence, "NATIVE_ANCHORS", False)
+    assert bench.anchored_form(torch.device("cpu")) == "Python form: lineage.ops.recurrence.NATIVE_ANCHORS is off"
     assert any(c.gate_kind == "channel" for c in r.cells)
     with pytest.raises(ValueError, match="anchors must be one of 'compiled', 'python', got 'fast'"):
         BenchConfig(anchors="fast")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 
 import pytest
 import torch
@@ -208,3 +209,28 @@ def test_a_forked_process_runs_the_split_loop_with_threads_of_its_own():
 def _products_in_child(k, alpha, q, cut):
     torch.set_num_threads(2)
     return native.anchored(k, alpha, (q,), cut)[0][0]
+
+
+def test_the_python_form_asked_for_in_one_thread_leaves_the_others_compiled(monkeypatch):
+    # bench --anchors python in one session must not switch another session's runs to the Python form
+    q, k, g = chunk_inputs(2, 16, 16, GATE_STRENGTHS[1], torch.float32)
+    ran = []
+    real = native.anchored
+    monkeypatch.setattr(native, "anchored", lambda *a: ran.append(threading.current_thread().name) or real(*a))
+    inside, other = threading.Event(), threading.Event()
+
+    def compiled_run():
+        inside.wait(10)
+        with torch.no_grad():
+            recurrence.anchored_products(k, g, q)
+        other.set()
+
+    worker = threading.Thread(target=compiled_run, name="other-session")
+    worker.start()
+    with native.python_form(), torch.no_grad():
+        assert native.forced_python()
+        inside.set()
+        assert other.wait(10)
+        recurrence.anchored_products(k, g, q)  # this thread: the Python form
+    worker.join()
+    assert ran == ["other-session"] and not native.forced_python()

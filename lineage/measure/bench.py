@@ -28,6 +28,7 @@ The machine may be shared and noisy: compare ratios within a run, not absolute t
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -75,7 +76,7 @@ class BenchConfig:
     matmul_repeats: int = 5  # the bmm baseline: median of this many, measured before and after the sweep
     seed: int = 0
     # the per-channel gates' products: "compiled" (lineage.ops.native, where it can run) or "python" (the Python form,
-    # recurrence.NATIVE_ANCHORS off for the run), to time one against the other
+    # native.python_form() around the run), to time one against the other
     anchors: str = "compiled"
 
     def __post_init__(self):
@@ -386,14 +387,13 @@ def run_bench(cfg: BenchConfig = BenchConfig(), progress: ProgressFn | None = No
     device = get_device()
     if cfg.chunk_size is None:
         cfg = dataclasses.replace(cfg, chunk_size=default_chunk_size(device))
-    threads_before, native_before = torch.get_num_threads(), recurrence.NATIVE_ANCHORS
+    threads_before = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
-    recurrence.NATIVE_ANCHORS = native_before and cfg.anchors == "compiled"
     try:
-        return _run(cfg, device, report)
+        with native.python_form() if cfg.anchors == "python" else contextlib.nullcontext():
+            return _run(cfg, device, report)
     finally:
         torch.set_num_threads(threads_before)
-        recurrence.NATIVE_ANCHORS = native_before
 
 
 def busy_warning(threads: int, cores: int | None, load: float | None) -> str | None:
@@ -462,7 +462,9 @@ def anchored_form(device: torch.device) -> str:
     if device.type != "cpu":
         return "Python form: the compiled loop is for a CPU"
     if not recurrence.NATIVE_ANCHORS:
-        return "Python form: lineage.ops.recurrence.NATIVE_ANCHORS is off (bench --anchors python sets it so)"
+        return "Python form: lineage.ops.recurrence.NATIVE_ANCHORS is off"
+    if native.forced_python():
+        return "Python form, asked for (bench --anchors python)"
     return native.status().detail
 
 

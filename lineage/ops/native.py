@@ -17,14 +17,17 @@ when it fails, the Python form runs and :func:`status` says why; nothing else ch
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
+import functools
 import hashlib
 import os
 import platform
 import shutil
 import subprocess
 import tempfile
-import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,16 +54,20 @@ class Status:
     detail: str
 
 
-_lock = threading.Lock()
-_state: tuple[ctypes.CDLL | None, Status] | None = None
-_pool: tuple[ThreadPoolExecutor, int] | None = None  # the threads that run the parts of a call, and how many
+# Set by python_form() for the current thread or task only: another session's runs keep the compiled loop
+_forced_python = contextvars.ContextVar("lineage_native_python_form", default=False)
+
+
+@functools.cache
+def _pool(parts: int) -> ThreadPoolExecutor:
+    """The threads that run the parts of a call split ``parts`` ways, made once per process and size."""
+    return ThreadPoolExecutor(max_workers=parts, thread_name_prefix="lineage-native")
 
 
 def _after_fork_in_child() -> None:
-    """A forked process (a sweep's worker) has none of its parent's threads: the pool it inherited would take work
-    and never run it, and the lock may have been held. Both start afresh; the loaded library stays valid."""
-    global _lock, _pool
-    _lock, _pool = threading.Lock(), None
+    """A forked process (a sweep's worker) has none of its parent's threads: a pool it inherited would take work and
+    never run it. It makes its own; the loaded library stays valid."""
+    _pool.cache_clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -150,30 +157,46 @@ def _load() -> tuple[ctypes.CDLL | None, Status]:
     return lib, Status(True, f"compiled C++ ({version}, {' '.join(flags)})")
 
 
+@functools.cache
+def _loaded() -> tuple[ctypes.CDLL | None, Status]:
+    """The library and its status, looked for once per process (:func:`reset` forgets them)."""
+    return _load()
+
+
 def _library() -> ctypes.CDLL | None:
-    global _state
-    with _lock:
-        if _state is None:
-            _state = _load()
-        return _state[0]
+    return _loaded()[0]
 
 
 def status() -> Status:
     """Whether :func:`anchored` runs compiled code in this process (building it if it has not been tried yet)."""
-    _library()
-    return _state[1]
+    return _loaded()[1]
 
 
 def reset() -> None:
     """Forget the loaded library and its status, so the next call looks for a compiler again (for tests)."""
-    global _state
-    with _lock:
-        _state = None
+    _loaded.cache_clear()
+
+
+@contextlib.contextmanager
+def python_form() -> Iterator[None]:
+    """Inside this block, in this thread or task only, the Python form runs where the compiled loop would: for timing
+    one against the other (``python -m lineage bench --anchors python``) without touching other sessions' runs."""
+    token = _forced_python.set(True)
+    try:
+        yield
+    finally:
+        _forced_python.reset(token)
+
+
+def forced_python() -> bool:
+    """Whether :func:`python_form` is in force here."""
+    return _forced_python.get()
 
 
 def usable(k: torch.Tensor, rows: tuple[torch.Tensor, ...]) -> bool:
     """Whether :func:`anchored` can take these inputs: on a CPU, in fp32 or fp64, one or two rows, and a library."""
-    return k.device.type == "cpu" and k.dtype in _DTYPES and len(rows) in (1, 2) and _library() is not None
+    where = k.device.type == "cpu" and k.dtype in _DTYPES and len(rows) in (1, 2)
+    return where and not _forced_python.get() and _library() is not None
 
 
 def _workers(Z: int) -> int:
@@ -192,7 +215,6 @@ def anchored(
     Returns the products, each [Z, C, C] and 0 above the diagonal, the decays from the chunk's start and to its end,
     each [Z, C, K]. No autograd: the inputs' gradients are not recorded.
     """
-    global _pool
     lib = _library()
     Z, C, K = k.shape
     k, alpha, *rows = (x.detach().contiguous() for x in (k, alpha, *rows))
@@ -212,10 +234,6 @@ def anchored(
     if parts == 1:
         run(0, Z)
         return products, from_start, to_end
-    with _lock:
-        if _pool is None or _pool[1] < parts:
-            _pool = (ThreadPoolExecutor(max_workers=parts, thread_name_prefix="lineage-native"), parts)
-        pool = _pool[0]
     bounds = [Z * p // parts for p in range(parts + 1)]
-    list(pool.map(run, bounds[:-1], bounds[1:]))
+    list(_pool(parts).map(run, bounds[:-1], bounds[1:]))
     return products, from_start, to_end
