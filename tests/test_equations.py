@@ -161,3 +161,17 @@ def test_the_softmax_and_kv_cache_panels_are_cut_at_markers_too():
             panel_span(source, name, module.__name__)  # raises for a missing or doubled marker
     kv = {x.qualname: x for x in equation("kv_cache").excerpts()}
     assert any("copy_(x)" in line for _, line in kv["SequenceBuffer.append"].lines)
+
+
+def test_panels_read_in_many_threads_at_once_parse_each_source_once():
+    # the app's sessions are threads; CPython 3.11's ast.parse is not safe in two at once (equations._PARSE_LOCK)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lineage.ops import recurrence
+    from lineage.teach import equations
+
+    equations._parsed.cache_clear()
+    with ThreadPoolExecutor(12) as pool:
+        shown = list(pool.map(lambda _: equations.panel(recurrence, "chunk-step-2"), range(48)))
+    assert all(excerpt == shown[0] for excerpt in shown) and shown[0].lines
+    assert equations._parsed.cache_info().currsize == 1  # one tree kept, for the one source

@@ -17,13 +17,28 @@ markers can still be shown as a whole function (:func:`code_lines`).
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
+import threading
 from dataclasses import dataclass
 from types import ModuleType
 
 from lineage import schedules
 from lineage.ops import gated_deltanet2, kv_cache, recurrence, softmax
+
+# CPython 3.11 keeps ast.parse's recursion depth per interpreter, not per call, so two threads parsing at once (the
+# app's sessions are threads) can fail with "SystemError: AST constructor recursion depth mismatch"
+# (python/cpython#106905; seen here with 12 sessions opening KDA at once, Python 3.11.7). Each source is parsed once,
+# one parse at a time.
+_PARSE_LOCK = threading.Lock()
+
+
+@functools.cache
+def _parsed(source: str) -> ast.Module:
+    """``ast.parse(source)``, once per source and under :data:`_PARSE_LOCK` (the tree is only read)."""
+    with _PARSE_LOCK:
+        return ast.parse(source)
 
 
 @dataclass(frozen=True)
@@ -161,7 +176,7 @@ def panel(module: ModuleType, *names: str) -> Excerpt:
     file_lines = source.splitlines()
     spans = sorted(panel_span(source, name, path) for name in names)
     kept = sorted({n for start, end in spans for n in range(start + 1, end) if not is_marker(file_lines[n - 1])})
-    tree = ast.parse(source)
+    tree = _parsed(source)
     # each region's owner: the function holding its last line of code (a comment may trail the function's last line)
     owners = set()
     for start, end in spans:
