@@ -229,7 +229,7 @@ at the standard budget)."""
 
 
 def _add_bench_parser(sub) -> None:
-    from lineage.measure.bench import BenchConfig
+    from lineage.measure.bench import ANCHORS, BenchConfig
     from lineage.measure.bench_decode import BUDGETS
 
     d = BenchConfig()
@@ -284,7 +284,7 @@ def _add_bench_parser(sub) -> None:
     )
     ops.add_argument(
         "--anchors",
-        choices=("compiled", "python"),
+        choices=ANCHORS,
         default=d.anchors,
         help="the per-channel gates' products on a CPU: compiled C++ (lineage.ops.native) or the Python form",
     )

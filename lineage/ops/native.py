@@ -34,6 +34,8 @@ from pathlib import Path
 
 import torch
 
+from lineage.device import cpu_model
+
 SOURCE = Path(__file__).with_name("anchored_products.cpp")
 CACHE_ENV = "LINEAGE_NATIVE_CACHE"
 # -march=native first (the vectors this CPU has); a compiler that refuses it (some Clang builds for ARM) gets the rest
@@ -99,17 +101,6 @@ def cache_dir() -> Path:
     raise OSError(f"no writable directory for the compiled library among {[str(p) for p in candidates]}")
 
 
-def _cpu_name() -> str:
-    """The CPU's model name (a library built for one CPU's vectors must not run on another's), or the platform's."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _compiler_version(compiler: str) -> str:
     run = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30, check=False)
     return (run.stdout.splitlines() or [Path(compiler).name])[0].strip()
@@ -119,9 +110,11 @@ def _build(compiler: str) -> tuple[Path, tuple[str, ...], str]:
     """Compile the source (or find it compiled): the library's path, the flags it was built with, the compiler's
     version line. Raises RuntimeError with the compiler's first error line when every flag set fails."""
     version, source = _compiler_version(compiler), SOURCE.read_bytes()
-    errors = []
+    error = ""
     for flags in FLAG_SETS:
-        key = hashlib.sha256(b"\0".join([source, version.encode(), " ".join(flags).encode(), _cpu_name().encode()]))
+        # keyed by the CPU too: a library built for one CPU's vectors must not run on another's
+        cpu = f"{cpu_model()} {platform.machine()}"
+        key = hashlib.sha256(b"\0".join([source, version.encode(), " ".join(flags).encode(), cpu.encode()]))
         library = cache_dir() / f"anchored_products-{key.hexdigest()[:16]}.so"
         if library.exists():
             return library, flags, version
@@ -134,8 +127,8 @@ def _build(compiler: str) -> tuple[Path, tuple[str, ...], str]:
             os.replace(partial, library)
             return library, flags, version
         os.unlink(partial)
-        errors.append(next((line for line in run.stderr.splitlines() if "error" in line), run.stderr.strip()[:200]))
-    raise RuntimeError(errors[-1] or "the compiler failed without a message")
+        error = next((line for line in run.stderr.splitlines() if "error" in line), run.stderr.strip()[:200])
+    raise RuntimeError(error or "the compiler failed without a message")
 
 
 def _load() -> tuple[ctypes.CDLL | None, Status]:
@@ -233,7 +226,7 @@ def anchored(
     parts = _workers(Z)
     if parts == 1:
         run(0, Z)
-        return products, from_start, to_end
-    bounds = [Z * p // parts for p in range(parts + 1)]
-    list(_pool(parts).map(run, bounds[:-1], bounds[1:]))
+    else:
+        bounds = [Z * p // parts for p in range(parts + 1)]
+        list(_pool(parts).map(run, bounds[:-1], bounds[1:]))
     return products, from_start, to_end
