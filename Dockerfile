@@ -8,8 +8,8 @@ ENV PIP_NO_CACHE_DIR=1 \
     LINEAGE_THREADS=1 \
     LINEAGE_HEAVY_RUNS=2
 
-# g++: the per-channel gates' products (KDA, GLA) compile on first use into the user's cache, and run 4x faster than
-# their Python form (lineage/ops/native.py); without a compiler the Python form runs
+# g++: the chunked form's steps compile when the server starts (serve.py) into the user's cache, and run 2-3x faster
+# than their Python form (lineage/ops/native.py); without a compiler the Python form runs
 RUN apt-get update && apt-get install -y --no-install-recommends g++ && rm -rf /var/lib/apt/lists/*
 
 # uid 1000: the user a Docker Space runs the container as

@@ -222,14 +222,14 @@ def _sweep(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
 BENCH_HELP = """\
 ops (default): every linear-memory op, chunked and recurrent, at gate strengths g = log σ(x) / n for n in
 16, 4, 1, 0.25 and with 5% wipes; GFLOP/s against the FLOP model and a same-run torch.bmm baseline. At the
-defaults (B=1 H=4 T=4096 K=V=64, 1 thread: 27 cells, 15 rounds) it took 59 s on a quiet 2-core CPU (load average
-1); expect about a minute, longer on a slower or busier machine. Progress and an estimate of the time
-left go to stderr. decode: one decoding step of a KV cache against a KDA state as the context grows (about 10 s
-at the standard budget)."""
+defaults (B=1 H=4 T=4096 K=V=64, 1 thread: 27 cells, 15 rounds) it took 27 s on a quiet 2-core CPU (load average
+0.7), most of it the recurrent loops; expect under a minute, longer on a slower or busier machine. Progress and
+an estimate of the time left go to stderr. decode: one decoding step of a KV cache against a KDA state as the
+context grows (about 10 s at the standard budget)."""
 
 
 def _add_bench_parser(sub) -> None:
-    from lineage.measure.bench import ANCHORS, BenchConfig
+    from lineage.measure.bench import NATIVE_FORMS, BenchConfig
     from lineage.measure.bench_decode import BUDGETS
 
     d = BenchConfig()
@@ -283,10 +283,10 @@ def _add_bench_parser(sub) -> None:
         help="time the recurrent form on this prefix of T and scale its time by T / recurrent-T (said in the output)",
     )
     ops.add_argument(
-        "--anchors",
-        choices=ANCHORS,
-        default=d.anchors,
-        help="the per-channel gates' products on a CPU: compiled C++ (lineage.ops.native) or the Python form",
+        "--native",
+        choices=NATIVE_FORMS,
+        default=d.native,
+        help="the chunked form on a CPU: its steps 2-5 compiled C++ (lineage.ops.native) or the Python form",
     )
 
 
@@ -295,7 +295,7 @@ def _bench(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
 
     if args.what == "decode":
         ops_only = ("--B", "--H", "--T", "--K", "--V", "--chunk-size", "--dtype", "--normalisers", "--wipe-fraction")
-        timing = ("--repeats", "--recurrent-repeats", "--recurrent-T", "--anchors")
+        timing = ("--repeats", "--recurrent-repeats", "--recurrent-T", "--native")
         refuse(parser, typed, (*ops_only, *timing), "with bench ops")
     else:
         refuse(parser, typed, ("--budget",), "with bench decode")
@@ -340,7 +340,7 @@ def _bench(args, parser: argparse.ArgumentParser, typed: list[str]) -> int:
                 recurrent_T=args.recurrent_T,
                 normalisers=tuple(args.normalisers),
                 wipe_fraction=args.wipe_fraction,
-                anchors=args.anchors,
+                native=args.native,
             )
         except (TypeError, ValueError) as exc:
             parser.error(str(exc))

@@ -75,10 +75,10 @@ EOF
   say "browser tests use $CHROMIUM"
 fi
 
-# ---- a C++ compiler: the per-channel gates' compiled products (lineage/ops/native.py) are tested, never skipped ---
+# ---- a C++ compiler: the chunked form's compiled steps (lineage/ops/native.py) are tested, never skipped ---------
 if [ -z "$("$PY" -c "from lineage.ops.native import find_compiler; print(find_compiler() or '')")" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && grep -qi '^ID=debian' /etc/os-release 2>/dev/null; then
-    say "installing Debian's g++ for the compiled products"
+    say "installing Debian's g++ for the compiled steps"
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq g++ >/dev/null
   else
     echo "No C++ compiler found (c++, g++, clang++, or \$CXX): install one (Debian: apt-get install g++;" \

@@ -316,24 +316,35 @@ def test_table_has_one_row_per_cell_and_says_how_it_was_measured(tiny_run):
     assert gated and all(m.key in schemes for m in gated)
 
 
-def test_the_report_says_how_the_anchored_products_ran(tiny_run, monkeypatch):
+def test_the_report_says_how_the_chunked_form_ran(tiny_run, monkeypatch):
     r, _ = tiny_run
-    assert r.anchored_form == native.status().detail and r.anchored_form.startswith("compiled C++ (")
-    assert f"anchored products ran as: {r.anchored_form}" in format_result(r).splitlines()
-    assert r.to_json()["anchored_products"] == r.anchored_form
-    assert bench.anchored_form(torch.device("meta")).startswith("Python form: the compiled loop is for a CPU")
-
-
-def test_the_python_anchors_run_without_the_compiled_loop_and_the_knob_is_restored(monkeypatch):
-    monkeypatch.setattr(native, "anchored", lambda *a: pytest.fail("the compiled loop ran under --anchors python"))
-    r = run_bench(dataclasses.replace(TINY, anchors="python", repeats=1, recurrent_repeats=1))
-    assert r.anchored_form == "Python form, asked for (bench --anchors python)"
-    assert not native.forced_python() and native.usable(torch.zeros(1, 2, 64), (torch.zeros(1, 2, 64),))
+    assert native.status().detail.startswith("compiled C++")
+    assert r.native_form == f"steps 2-5 as {native.status().detail}"
+    assert f"chunked form ran: {r.native_form}" in format_result(r).splitlines()
+    assert r.to_json()["native_form"] == r.native_form
+    assert bench.native_form(torch.device("meta")) == "Python form: the compiled code is for a CPU"
+    monkeypatch.setattr(recurrence, "NATIVE_CHUNKS", False)
+    assert bench.native_form(torch.device("cpu")) == (
+        f"steps 2-5 in Python (NATIVE_CHUNKS is off), the per-channel products as {native.status().detail}"
+    )
     monkeypatch.setattr(recurrence, "NATIVE_ANCHORS", False)
-    assert bench.anchored_form(torch.device("cpu")) == "Python form: lineage.ops.recurrence.NATIVE_ANCHORS is off"
+    assert bench.native_form(torch.device("cpu")) == (
+        "Python form: lineage.ops.recurrence.NATIVE_CHUNKS and NATIVE_ANCHORS are off"
+    )
+    monkeypatch.setattr(native, "_loaded", lambda: (None, native.Status(False, "Python form: no C++ compiler")))
+    monkeypatch.setattr(recurrence, "NATIVE_CHUNKS", True)
+    assert bench.native_form(torch.device("cpu")) == "Python form: no C++ compiler"
+
+
+def test_the_python_form_runs_without_the_compiled_code_and_the_knob_is_restored(monkeypatch):
+    monkeypatch.setattr(native, "anchored", lambda *a: pytest.fail("the compiled products ran under --native python"))
+    monkeypatch.setattr(native, "chunk_steps", lambda *a: pytest.fail("the compiled steps ran under --native python"))
+    r = run_bench(dataclasses.replace(TINY, native="python", repeats=1, recurrent_repeats=1))
+    assert r.native_form == "Python form, asked for (bench --native python)"
+    assert not native.forced_python() and native.steps_usable(torch.zeros(1, 2, 64))
     assert any(c.gate_kind == "channel" for c in r.cells)
-    with pytest.raises(ValueError, match="anchors must be one of 'compiled', 'python', got 'fast'"):
-        BenchConfig(anchors="fast")
+    with pytest.raises(ValueError, match="native must be one of 'compiled', 'python', got 'fast'"):
+        BenchConfig(native="fast")
 
 
 def test_the_decay_schemes_line_groups_the_ops_by_the_tables_scheme():
@@ -431,7 +442,7 @@ def test_help_states_the_expected_run_time(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "it took 59 s on a quiet 2-core CPU" in text and "expect about a minute" in text and "--threads" in text
+    assert "it took 27 s on a quiet 2-core CPU" in text and "expect under a minute" in text and "--threads" in text
 
 
 def test_without_a_chunk_size_the_bench_takes_the_devices_and_says_so():

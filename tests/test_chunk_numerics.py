@@ -4,7 +4,10 @@ Gates are drawn from the one recipe of strengths (``lineage.inputs.GATE_STRENGTH
 logsigmoid(N(0, 1)) / n for n ∈ {16, 4, 1, 0.25} (mean log-decay per step from about −0.05 to about −3.2) and 5%
 wiped positions (g = −inf); per-channel gates also with 5% of single channels wiped
 (``lineage.inputs.CHANNEL_WIPES``); beyond the recipe, g = 0 exactly and log-decays down to −1e4 per step. Each case
-runs every length in LENGTHS and every chunk size in CHUNK_SIZES against the reference loop.
+runs every length in LENGTHS and every chunk size in CHUNK_SIZES against the reference loop, through both forms of
+the chunked form's steps 2–5 (the ``steps`` fixture): compiled, where nothing records gradients
+(``lineage.ops.native.chunk_steps``), and the Python steps; a test of the Python steps' own parts is marked
+``python_steps`` and runs through them only.
 """
 
 from __future__ import annotations
@@ -20,6 +23,19 @@ from lineage.inputs import CHANNEL_WIPES, GATE_STRENGTHS, GateDraw, draw_inputs
 from lineage.mechanisms import linear_mechanisms
 from lineage.ops.recurrence import chunk_memory, parallel_memory, recurrent_memory, unit_lower_inverse
 from tests.util import CELLS, DTYPE_NAME, assert_close
+
+
+def pytest_generate_tests(metafunc):
+    forms = ["python"] if metafunc.definition.get_closest_marker("python_steps") else ["compiled", "python"]
+    metafunc.parametrize("steps", forms, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def steps(request, monkeypatch):
+    """Steps 2–5 compiled (recurrence.NATIVE_CHUNKS, the default) or in Python, for every test of this module."""
+    monkeypatch.setattr(recurrence, "NATIVE_CHUNKS", request.param == "compiled")
+    return request.param
+
 
 LENGTHS = (1, 15, 63, 64, 65, 300)
 CHUNK_SIZES = (1, 3, 16, 64, None)  # None: one chunk as long as the sequence
@@ -175,6 +191,7 @@ def test_unit_lower_inverse_is_the_inverse(n):
     assert torch.equal(inverse.triu(1), torch.zeros_like(inverse)), "the inverse is not lower triangular"
 
 
+@pytest.mark.python_steps
 @pytest.mark.parametrize("slab", [1, 3, 1000])
 @pytest.mark.parametrize("rule, gate", [("delta", "channel"), ("additive", "scalar"), ("additive", "none")])
 def test_slab_size_changes_nothing_but_speed(slab, rule, gate, monkeypatch):
@@ -188,6 +205,7 @@ def test_slab_size_changes_nothing_but_speed(slab, rule, gate, monkeypatch):
     assert_close(S_slab, S, tol=1e-6, what="final state")
 
 
+@pytest.mark.python_steps
 def test_many_heads_take_one_span_while_autograd_records_and_spans_of_one_chunk_otherwise(monkeypatch):
     cpu = torch.device("cpu")
     slab = recurrence.CPU_SLAB * torch.get_num_threads()
@@ -233,6 +251,7 @@ def subnormal_share(x: torch.Tensor) -> float:
     return ((x != 0) & (x.abs() < torch.finfo(x.dtype).tiny)).double().mean().item()
 
 
+@pytest.mark.python_steps
 @pytest.mark.parametrize("gate", ["scalar", "channel"])
 def test_fast_forgetting_gates_leave_no_subnormal_decay_in_the_chunked_form(gate, monkeypatch):
     # At n = 0.25 (α ≈ 0.04 a step) the decays across a chunk of 32 reach e^-100, below fp32's smallest normal
@@ -255,6 +274,7 @@ def test_fast_forgetting_gates_leave_no_subnormal_decay_in_the_chunked_form(gate
     assert max(map(subnormal_share, seen)) > 0.01
 
 
+@pytest.mark.python_steps
 @pytest.mark.parametrize("gate", ["scalar", "channel"])
 def test_fast_forgetting_gates_leave_no_subnormal_in_the_delta_rules_transform(gate, monkeypatch):
     # The WY/UT transform's inverse multiplies decays along chains of keys (entry i, j sums products over every path
@@ -316,6 +336,7 @@ def test_the_two_decay_schemes_agree_on_a_scalar_gate(strength):
             torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14, msg=f"products at C={C}")
 
 
+@pytest.mark.python_steps
 @pytest.mark.parametrize("m", [m for m in linear_mechanisms() if m.chunk_decays is not None], ids=lambda m: m.key)
 def test_each_gated_mechanism_runs_the_decay_scheme_its_table_entry_names(m, monkeypatch):
     called = []

@@ -110,7 +110,12 @@ def warm_first_run() -> None:
     - ``st.set_page_config``'s favicon opens it with Pillow, whose first image loads its format plugins
       (``PIL.Image.preinit``, 0.01 s).
     - The first chart's figure is written as JSON by plotly.io, which imports its JSON machinery on first use (0.06 s).
+    - The chunked form's compiled code (``lineage.ops.native``) is built for this machine's CPU, or found built in the
+      cache: about 3 s the first time on a machine, which the first visitor of a KDA or GLA page would wait for.
     """
+    from lineage.ops import native
+
+    native.status()
     from PIL import Image
 
     Image.preinit()

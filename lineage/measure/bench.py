@@ -49,7 +49,7 @@ from lineage.ops.recurrence import default_chunk_size
 
 ProgressFn = Callable[[str], None]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp64": torch.float64}
-ANCHORS = ("compiled", "python")  # BenchConfig.anchors
+NATIVE_FORMS = ("compiled", "python")  # BenchConfig.native
 
 
 @dataclass(frozen=True)
@@ -75,9 +75,9 @@ class BenchConfig:
     wipe_fraction: float = next(d.wipe_fraction for d in GATE_STRENGTHS if d.wipe_fraction)  # ... and g = −inf's share
     matmul_repeats: int = 5  # the bmm baseline: median of this many, measured before and after the sweep
     seed: int = 0
-    # the per-channel gates' products: "compiled" (lineage.ops.native, where it can run) or "python" (the Python form,
-    # native.python_form() around the run), to time one against the other
-    anchors: str = "compiled"
+    # the chunked form's compiled code (lineage.ops.native: steps 2-5, the per-channel products), where it can run:
+    # "compiled", or "python" (the Python form, native.python_form() around the run), to time one against the other
+    native: str = "compiled"
 
     def __post_init__(self):
         for name in ("B", "H", "T", "K", "V", "threads", "repeats", "recurrent_repeats"):
@@ -97,8 +97,8 @@ class BenchConfig:
             raise ValueError(
                 f"wipe_fraction must be in [0, 1) (0 leaves out the wiped gates), got {self.wipe_fraction}"
             )
-        if self.anchors not in ANCHORS:
-            raise ValueError(f"anchors must be one of {', '.join(map(repr, ANCHORS))}, got {self.anchors!r}")
+        if self.native not in NATIVE_FORMS:
+            raise ValueError(f"native must be one of {', '.join(map(repr, NATIVE_FORMS))}, got {self.native!r}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -278,7 +278,7 @@ class BenchResult:
     planned: int = 0  # cells the sweep was to time; fewer in ``cells`` when it was interrupted (Ctrl-C)
     rounds: int = 0  # timed rounds that finished (every cell's forms called once more in each)
     planned_rounds: int = 0  # the rounds the sweep was to run; fewer in ``rounds`` when it was interrupted
-    anchored_form: str = ""  # how the per-channel gates' products ran (:func:`anchored_form`)
+    native_form: str = ""  # how the chunked form's compiled parts ran (:func:`native_form`)
 
     @property
     def complete(self) -> bool:
@@ -311,7 +311,7 @@ class BenchResult:
             "rounds": self.rounds,
             "rounds_planned": self.planned_rounds,
             "recurrent_scaled_from_T": self.config.recurrent_T,
-            "anchored_products": self.anchored_form,
+            "native_form": self.native_form,
             "matmul_baseline": {
                 "gflops": b.total_gflops,
                 "products": {
@@ -390,7 +390,7 @@ def run_bench(cfg: BenchConfig = BenchConfig(), progress: ProgressFn | None = No
     threads_before = torch.get_num_threads()
     torch.set_num_threads(cfg.threads)
     try:
-        with native.python_form() if cfg.anchors == "python" else contextlib.nullcontext():
+        with native.python_form() if cfg.native == "python" else contextlib.nullcontext():
             return _run(cfg, device, report)
     finally:
         torch.set_num_threads(threads_before)
@@ -452,20 +452,26 @@ def _run(cfg: BenchConfig, device: torch.device, report: ProgressFn) -> BenchRes
         planned=len(plan),
         rounds=len(rounds),
         planned_rounds=_rounds(cfg),
-        anchored_form=anchored_form(device),
+        native_form=native_form(device),
     )
 
 
-def anchored_form(device: torch.device) -> str:
-    """How the per-channel gates' products (``recurrence.anchored_products``) run on ``device`` without autograd:
-    compiled C++ with its compiler and flags, or the Python form and why (``lineage.ops.native``)."""
+def native_form(device: torch.device) -> str:
+    """How the chunked form runs on ``device`` without autograd: its steps 2–5 compiled (``recurrence.NATIVE_CHUNKS``),
+    else in Python with the per-channel products compiled (``recurrence.NATIVE_ANCHORS``), else all in Python; with
+    the compiler and flags, or why not (``lineage.ops.native``)."""
     if device.type != "cpu":
-        return "Python form: the compiled loop is for a CPU"
-    if not recurrence.NATIVE_ANCHORS:
-        return "Python form: lineage.ops.recurrence.NATIVE_ANCHORS is off"
+        return "Python form: the compiled code is for a CPU"
     if native.forced_python():
-        return "Python form, asked for (bench --anchors python)"
-    return native.status().detail
+        return "Python form, asked for (bench --native python)"
+    if not (recurrence.NATIVE_CHUNKS or recurrence.NATIVE_ANCHORS):
+        return "Python form: lineage.ops.recurrence.NATIVE_CHUNKS and NATIVE_ANCHORS are off"
+    state = native.status()
+    if not state.available:
+        return state.detail
+    if not recurrence.NATIVE_CHUNKS:
+        return f"steps 2-5 in Python (NATIVE_CHUNKS is off), the per-channel products as {state.detail}"
+    return f"steps 2-5 as {state.detail}"
 
 
 def _rounds(cfg: BenchConfig) -> int:
@@ -588,6 +594,7 @@ def format_result(r: BenchResult) -> str:
     lines += [
         "",
         "GFLOP/s: the chunked form's FLOP model (lineage.measure.bench.chunk_flop_model) over its median time.",
+        *([f"chunked form ran: {r.native_form}"] if r.native_form else []),
         f"<<: a gated row more than {SPREAD_LIMIT:g}x slower than its op at its fastest gate strength (a slow regime).",
     ]
     gated: dict[str, list[Cell]] = {}
@@ -602,8 +609,6 @@ def format_result(r: BenchResult) -> str:
             spreads.append(f"{op} {slow.chunk_seconds / fast.chunk_seconds:.2f}x")
         lines.append("chunked form, slowest gate strength / fastest: " + ", ".join(spreads))
         lines.append("decays inside a chunk (lineage.mechanisms.CHUNK_DECAYS): " + decay_schemes(list(gated)))
-        if r.anchored_form and any(cell.gate_kind == "channel" for cells in gated.values() for cell in cells):
-            lines.append(f"anchored products ran as: {r.anchored_form}")
     if "kda" in gated and "gated_deltanet" in gated:
         gdn = {cell.gate: cell.chunk_seconds for cell in gated["gated_deltanet"]}
         ratios = [

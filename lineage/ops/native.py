@@ -1,18 +1,21 @@
-"""The per-channel gate's decayed products as compiled C++ (``anchored_products.cpp``), built on first use.
+"""The chunked form's compiled code (``chunk_steps.cpp``, which includes ``anchored_products.cpp``), built on first use.
 
-:func:`lineage.ops.recurrence.anchored_products` is the readable form and the one autograd differentiates. On a CPU,
-where nothing records gradients, it hands the same levels to :func:`anchored`, which runs them as one C++ loop per
-chunk: at the sizes users run (chunks of 32 steps, head size 64), the Python form spends most of its time starting
-some sixty small tensor operations a span, not on arithmetic. Measured on 1 thread of a 2-core Intel Xeon (torch
-2.13): a span of 64 chunks with both of KDA's rows took 1.8 ms in Python and 0.55–0.7 ms here (0.45 ms of it the
-loop itself); KDA's chunked form at T = 4,096 (``python -m lineage bench``, against ``--anchors python``) 25.2–26.0
-against 35.3–36.0 ms, GLA's 15.7–16.3 against 22.3–22.9 ms. The results agree to rounding; ``tests/test_native.py``
-holds them to the Python form.
+:func:`lineage.ops.recurrence.chunk_memory` is the readable form, in the papers' steps, and the one autograd
+differentiates. On a CPU, where nothing records gradients (the app's live runs, ``verify``, the benchmark,
+evaluation), it hands its steps 2–5 to :func:`chunk_steps`: the same steps chunk by chunk, each head's chunks in one
+C++ loop, with the products as register tiles of vectors and every chunk's matrices in the first-level cache. At the
+sizes users run (chunks of 32 steps, head size 64) the Python steps spend most of their time starting a few dozen small
+tensor operations per span of chunks and running a Python loop over the chunks, not multiplying. Measured with
+``python -m lineage bench`` (B = 1, H = 4, T = 4,096, 1 thread of a 2-core Intel Xeon, g++ 12), against
+``--native python``: Gated DeltaNet 21-22 → 8.0-8.1 ms, KDA 27-29 → 9.8-9.9 ms, Mamba-2 12-14 → 4.7-5.0 ms, GLA 16-19
+→ 6.3-6.4 ms. Where the Python steps run without autograd (``recurrence.NATIVE_CHUNKS`` off), their per-channel
+products (step 2) still come from here: :func:`anchored`, the levels of ``recurrence.anchored_products``. The results
+agree with the Python forms to rounding; ``tests/test_chunk_steps.py`` and ``tests/test_native.py`` hold them to it.
 
 The library is compiled once per source, compiler and CPU, with the C++ compiler named by ``CXX`` (else ``c++``,
 ``g++`` or ``clang++`` on the PATH), into ``LINEAGE_NATIVE_CACHE`` (else ``$XDG_CACHE_HOME/attention-lineage``, else
-``~/.cache/attention-lineage``, else the temporary directory): about half a second with g++ 12. Without a compiler, or
-when it fails, the Python form runs and :func:`status` says why; nothing else changes.
+``~/.cache/attention-lineage``, else the temporary directory): about three seconds with g++ 12. Without a compiler, or
+when it fails, the Python forms run and :func:`status` says why; nothing else changes.
 """
 
 from __future__ import annotations
@@ -36,15 +39,17 @@ import torch
 
 from lineage.device import cpu_model
 
-SOURCE = Path(__file__).with_name("anchored_products.cpp")
+# one translation unit: chunk_steps.cpp includes anchored_products.cpp (both are hashed into the library's key)
+SOURCE = Path(__file__).with_name("chunk_steps.cpp")
+INCLUDED = (Path(__file__).with_name("anchored_products.cpp"),)
 CACHE_ENV = "LINEAGE_NATIVE_CACHE"
 # -march=native first (the vectors this CPU has); a compiler that refuses it (some Clang builds for ARM) gets the rest
 FLAG_SETS = (("-O3", "-march=native"), ("-O3",))
 COMMON_FLAGS = ("-std=c++17", "-shared", "-fPIC")
 COMPILE_TIMEOUT_S = 120
-_DTYPES = {  # the library's function for each dtype, and its scalar type
-    torch.float32: ("anchored_products_f32", ctypes.c_float),
-    torch.float64: ("anchored_products_f64", ctypes.c_double),
+_DTYPES = {  # the library's functions for each dtype (per-channel products, chunk steps, decays), and its scalar type
+    torch.float32: ("anchored_products_f32", "chunk_steps_f32", "decay_factors_f32", ctypes.c_float),
+    torch.float64: ("anchored_products_f64", "chunk_steps_f64", "decay_factors_f64", ctypes.c_double),
 }
 
 
@@ -109,13 +114,13 @@ def _compiler_version(compiler: str) -> str:
 def _build(compiler: str) -> tuple[Path, tuple[str, ...], str]:
     """Compile the source (or find it compiled): the library's path, the flags it was built with, the compiler's
     version line. Raises RuntimeError with the compiler's first error line when every flag set fails."""
-    version, source = _compiler_version(compiler), SOURCE.read_bytes()
+    version, source = _compiler_version(compiler), b"\0".join(p.read_bytes() for p in (SOURCE, *INCLUDED))
     error = ""
     for flags in FLAG_SETS:
         # keyed by the CPU too: a library built for one CPU's vectors must not run on another's
         cpu = f"{cpu_model()} {platform.machine()}"
         key = hashlib.sha256(b"\0".join([source, version.encode(), " ".join(flags).encode(), cpu.encode()]))
-        library = cache_dir() / f"anchored_products-{key.hexdigest()[:16]}.so"
+        library = cache_dir() / f"lineage-native-{key.hexdigest()[:16]}.so"
         if library.exists():
             return library, flags, version
         # built under a name of its own, then moved into place: two processes building at once never load half a file
@@ -143,10 +148,16 @@ def _load() -> tuple[ctypes.CDLL | None, Status]:
     except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
         return None, Status(False, f"Python form: the C++ build failed ({exc})")
     pointer = ctypes.c_void_p
-    for name, scalar in _DTYPES.values():
-        fn = getattr(lib, name)
+    for products, steps, decays, scalar in _DTYPES.values():
+        fn = getattr(lib, products)
         fn.restype = None
         fn.argtypes = [pointer] * 4 + [ctypes.c_int64, ctypes.c_int, ctypes.c_int, scalar] + [pointer] * 4
+        fn = getattr(lib, steps)
+        fn.restype = None
+        fn.argtypes = [pointer] * 6 + [ctypes.c_int64] * 3 + [ctypes.c_int] * 4 + [scalar] * 3 + [pointer] * 2
+        fn = getattr(lib, decays)
+        fn.restype = None
+        fn.argtypes = [pointer, ctypes.c_int64, scalar, scalar, pointer]
     return lib, Status(True, f"compiled C++ ({version}, {' '.join(flags)})")
 
 
@@ -161,7 +172,8 @@ def _library() -> ctypes.CDLL | None:
 
 
 def status() -> Status:
-    """Whether :func:`anchored` runs compiled code in this process (building it if it has not been tried yet)."""
+    """Whether the compiled code (:func:`chunk_steps`, :func:`anchored`) runs in this process (building it if it has
+    not been tried yet)."""
     return _loaded()[1]
 
 
@@ -172,8 +184,8 @@ def reset() -> None:
 
 @contextlib.contextmanager
 def python_form() -> Iterator[None]:
-    """Inside this block, in this thread or task only, the Python form runs where the compiled loop would: for timing
-    one against the other (``python -m lineage bench --anchors python``) without touching other sessions' runs."""
+    """Inside this block, in this thread or task only, the Python forms run where the compiled code would: for timing
+    one against the other (``python -m lineage bench --native python``) without touching other sessions' runs."""
     token = _forced_python.set(True)
     try:
         yield
@@ -230,3 +242,61 @@ def anchored(
         bounds = [Z * p // parts for p in range(parts + 1)]
         list(_pool(parts).map(run, bounds[:-1], bounds[1:]))
     return products, from_start, to_end
+
+
+def steps_usable(x: torch.Tensor) -> bool:
+    """Whether :func:`chunk_steps` can take inputs like ``x``: on a CPU, in fp32 or fp64, and a library."""
+    where = x.device.type == "cpu" and x.dtype in _DTYPES
+    return where and not _forced_python.get() and _library() is not None
+
+
+def chunk_steps(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor | None,
+    beta: torch.Tensor | None,
+    S0: torch.Tensor,
+    scale: float,
+    floor: float,
+    cut: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Steps 2–5 of :func:`lineage.ops.recurrence.chunk_memory`, compiled (check :func:`steps_usable` first).
+
+    Args: q, k [B·H, N, C, K]; v [B·H, N, C, V]; g the log-decays ≤ 0, [B·H, N, C, 1] (one per head and step) or
+    [B·H, N, C, K] (per channel), or None (no gate), made decay factors in the loop as ``recurrence.decay_factors``
+    makes them: e^max(g, floor), 0 at most ``cut`` (``recurrence._log_floor`` and ``recurrence.flush_cut``);
+    beta [B·H, N, C] for the delta rule, None for an additive write; S0 [B·H, K, V], the incoming state; scale: the
+    read scale.
+    Returns o [B·H, N, C, V] and the final state [B·H, K, V]. No autograd: the inputs' gradients are not recorded.
+    """
+    lib = _library()
+    BH, N, C, K = q.shape
+    V = v.shape[-1]
+    gate = 0 if g is None else 1 if g.shape[-1] == 1 else 2
+    q, k, v, S0 = (x.detach().contiguous() for x in (q, k, v, S0))
+    g, beta = (None if x is None else x.detach().contiguous() for x in (g, beta))
+    o, S = v.new_empty(BH, N, C, V), S0.new_empty(BH, K, V)
+    fn = getattr(lib, _DTYPES[q.dtype][1])
+    pointers = [None if x is None else x.data_ptr() for x in (q, k, v, g, beta, S0)]
+
+    def run(h0: int, h1: int) -> None:
+        fn(*pointers, h0, h1, N, C, K, V, gate, scale, floor, cut, o.data_ptr(), S.data_ptr())
+
+    parts = _workers(BH)
+    if parts == 1:
+        run(0, BH)
+    else:
+        bounds = [BH * p // parts for p in range(parts + 1)]
+        list(_pool(parts).map(run, bounds[:-1], bounds[1:]))
+    return o, S
+
+
+def decay_factors(g: torch.Tensor, floor: float, cut: float) -> torch.Tensor:
+    """The decay factors :func:`chunk_steps` makes from log-decays inside its loop, e^max(g, floor) with every factor
+    at most ``cut`` set to 0, for any g on a CPU in fp32 or fp64 (check :func:`steps_usable`): to hold the compiled
+    exponential to ``recurrence.decay_factors``."""
+    g = g.detach().contiguous()
+    alpha = torch.empty_like(g)
+    getattr(_library(), _DTYPES[g.dtype][2])(g.data_ptr(), g.numel(), floor, cut, alpha.data_ptr())
+    return alpha

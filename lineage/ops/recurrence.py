@@ -64,9 +64,13 @@ CPU_SLAB = 64  # on a CPU, the chunked forms run spans of ~this many chunks (all
 # delta rule's inverse (unit_lower_inverse) multiplies kept decays along chains of keys, so its small entries go the
 # same way: below the cut, they are 0 too.
 FLUSH_DECAYS = True
-# The per-channel gate's products on a CPU, where nothing records gradients, run as compiled C++ (lineage.ops.native):
-# the same levels as anchored_products, without its sixty small tensor operations a span (about 3x faster at K = 64,
-# KDA's chunked form 1.4x). Off, or without a C++ compiler, the Python form runs.
+# Steps 2-5 of the chunked form on a CPU, where nothing records gradients, run as one compiled C++ loop over each head's
+# chunks (lineage.ops.native.chunk_steps): the same steps, without the Python loop over chunks and the dozens of small
+# tensor operations a span costs to start (2-3x faster at K = V = 64). Off, or without a C++ compiler, the steps of
+# chunk_memory run, and so do they where it is off (it keeps the strong-gate knob on: the compiled loop always flushes).
+NATIVE_CHUNKS = True
+# Where those Python steps run without autograd, the per-channel gate's products (step 2) are compiled C++ too: the
+# same levels as anchored_products, without its sixty small tensor operations a span. Off: the Python form.
 NATIVE_ANCHORS = True
 
 
@@ -695,7 +699,9 @@ def chunk_memory(
     ``fla/ops/kda/chunk_intra.py`` applied recursively), so every factor is in [0, 1] and a wipe (α = 0) inside a
     chunk gives the loop's answer, not NaN; and a decay below ∛tiny is 0 (the strong-gate knob, :data:`FLUSH_DECAYS`),
     so that fast-forgetting gates (α ≈ 0.04 a step) leave no subnormal factor to put the CPU on its slow path. The speed
-    knobs, which change nothing but speed (each is tested for equal results), are labelled in the code: steps 2–5 run
+    knobs, which change nothing but speed (each is tested for equal results), are labelled in the code: on a CPU where
+    nothing records gradients, steps 2–5 run compiled, chunk by chunk in C++ (:data:`NATIVE_CHUNKS`,
+    :func:`lineage.ops.native.chunk_steps`, the same steps in ``chunk_steps.cpp``); in Python, steps 2–5 run
     on spans of consecutive chunks of every head at once (all chunks on a GPU, ``CPU_SLAB`` per thread on a CPU);
     inside a span only step 4's hand-off is a loop over chunks (two small products each), and step 5 computes every
     chunk's outputs at once from the states step 4 kept; step 3 inverts by blocks (:func:`unit_lower_inverse`,
@@ -729,6 +735,14 @@ def chunk_memory(
     g = g if gated else None
     beta = None if beta is None else beta.reshape(BH, N, C)
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
+    recording = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (q, k, v, g, beta, S))
+    # Speed knob, no maths (NATIVE_CHUNKS): on a CPU with no gradient to record, steps 2–5 below run compiled, the same
+    # steps chunk by chunk in C++ (lineage.ops.native.chunk_steps), the gates made decay factors as decay_factors does
+    if NATIVE_CHUNKS and FLUSH_DECAYS and not recording and native.steps_usable(q):
+        floor, cut = _log_floor(q.dtype), flush_cut(q.dtype)
+        o, S = native.chunk_steps(q, k, v, g, beta, S, scale, floor, cut)
+        o = o.view(B, H, N * C, V)[:, :, :T]
+        return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
 
     # Speed knob, no maths: steps 2–5 run on a span of n consecutive chunks of every head at once, batched as
     # Z = B·H·n chunks [Z, C, ·], and S is carried from span to span (span_chunks: every chunk, except on a CPU).

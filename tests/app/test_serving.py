@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import importlib
 import math
+import os
 import re
 import socket
 import subprocess
@@ -103,20 +104,23 @@ def test_import_heavy_modules_imports_what_every_page_needs():
     assert {"sympy", "pandas", "plotly.graph_objects", "lineage.plots"} <= loaded
 
 
-def test_warm_first_run_fills_the_module_map_streamlit_walks():
+def test_warm_first_run_fills_the_module_map_streamlit_walks_and_builds_the_compiled_code(tmp_path):
     # in a fresh interpreter, as serve.py runs it: the preload maps some modules by itself, so this module's own file
-    # is mapped already (a plain inspect.stack() here would stop early and map none of the rest)
+    # is mapped already (a plain inspect.stack() here would stop early and map none of the rest); the compiled code
+    # of the chunked form is built before the first visitor asks for it
     code = (
         "import inspect, sys; from ui.serving import import_heavy_modules, warm_first_run; import_heavy_modules(); "
         "warm_first_run(); before = len(inspect._filesbymodname); "
         "exec(compile('import inspect; inspect.stack()', 'app.py', 'exec')); "  # a frame of the app's script
         "print(before, len(inspect._filesbymodname) - before)"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "LINEAGE_NATIVE_CACHE": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     mapped, newly = map(int, done.stdout.split())
     assert mapped > 2000  # every loaded module with a file (torch, sympy, pandas, streamlit, …)
     assert newly == 0  # the first element's inspect.stack() in the app's script has nothing left to map
+    assert [p.name.startswith("lineage-native-") and p.suffix == ".so" for p in tmp_path.iterdir()] == [True]
 
 
 def test_freeze_preloaded_takes_the_preloaded_heap_out_of_the_collectors_walks():
