@@ -4,7 +4,9 @@ A light :class:`torch.overrides.TorchFunctionMode` that adds up the products the
 ``baddbmm``, ``einsum``, ``solve_triangular``), counting a multiply-add as 2 FLOPs, the way
 ``torch.utils.flop_counter`` counts them. Elementwise work (exponentials, masks, sums) is not counted. It exists
 because torch's own counter takes seconds to start (it loads its symbolic-shape machinery on first use), which a
-page cannot wait for; a test checks that the two counts agree on every op the ledger counts.
+page cannot wait for; a test checks that the two counts agree on every op the ledger counts. While it counts, the
+chunked form runs its Python steps (``lineage.ops.native.python_form``, for this thread only): the compiled loop,
+which runs the same products where nothing records gradients, does them in C++, out of any mode's sight.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Callable
 
 import torch
 from torch.overrides import TorchFunctionMode
+
+from lineage.ops import native
 
 __all__ = ["count_flops"]
 
@@ -72,7 +76,7 @@ class _Counter(TorchFunctionMode):
 
 
 def count_flops(fn: Callable[[], object]) -> int:
-    """FLOPs of the matrix products ``fn()`` computes (a multiply-add is 2)."""
-    with _Counter() as counter:
+    """FLOPs of the matrix products ``fn()`` computes (a multiply-add is 2), its chunked forms in their Python steps."""
+    with native.python_form(), _Counter() as counter:
         fn()
     return counter.flops
