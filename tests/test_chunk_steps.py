@@ -1,8 +1,8 @@
 """The chunked form's steps 2–5 compiled (lineage.ops.native.chunk_steps, chunk_steps.cpp) against the Python steps
-they speed up and against the recurrence: every gate kind and write rule, every gate strength of the benchmark's
-recipe (lineage.inputs) and per-channel wipes, fp32 and fp64, chunk lengths that do and do not divide T, head sizes
-that are and are not whole vectors; no causality leak; the same bits however the heads are split over threads; its
-exponential against torch's; and every case that must take the Python steps instead."""
+they speed up and against the recurrence: every gate kind and write rule (Gated DeltaNet-2's gates too), every gate
+strength of the benchmark's recipe (lineage.inputs) and per-channel wipes, fp32 and fp64, chunk lengths that do and
+do not divide T, head sizes that are and are not whole vectors; no causality leak; the same bits however the heads
+are split over threads; its exponential against torch's; and every case that must take the Python steps instead."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import torch.nn.functional as F
 
 from lineage.inputs import CHANNEL_WIPES, GATE_STRENGTHS, GateDraw
 from lineage.ops import native, recurrence
+from lineage.ops.gated_deltanet2 import gated_deltanet2
+from lineage.ops.kda import kda
 
 STRENGTHS = {draw.label: draw for draw in GATE_STRENGTHS}
 PER_CHANNEL_STRENGTHS = {draw.label: draw for draw in (*GATE_STRENGTHS, CHANNEL_WIPES)}
@@ -240,3 +242,47 @@ def test_the_python_steps_asked_for_in_one_thread_leave_the_others_compiled(monk
         run(q, k, v, g, beta, S0, "delta", 16)  # this thread: the Python steps
     worker.join()
     assert ran == ["other-session"]
+
+
+def gated_deltanet2_inputs(T, K, V, gate: str, draw: GateDraw, dtype, seed=0, B=2, H=2):
+    q, k, v, g, _, S0 = inputs(T, K, V, gate, draw, dtype, "additive", seed=seed, B=B, H=H)
+    gen = torch.Generator().manual_seed(seed + 100)
+    erase = torch.rand(B, H, T, K, generator=gen, dtype=torch.float64).to(dtype)
+    write = torch.rand(B, H, T, V, generator=gen, dtype=torch.float64).to(dtype)
+    return q, k, v, g, erase, write, S0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["fp32", "fp64"])
+@pytest.mark.parametrize(("gate", "draw"), [c for c in cases() if c.values[0] != "none"])
+@pytest.mark.parametrize(("T", "K", "V", "C"), SHAPES, ids=lambda x: str(x))
+def test_gated_deltanet2_through_the_compiled_steps_is_its_python_steps_and_its_loop(
+    T, K, V, C, gate, draw, dtype, counted, monkeypatch
+):
+    # the erase gate on the key products' left rows and the write gate on the values, β moved inside (no diag(β))
+    q, k, v, g, erase, write, S0 = gated_deltanet2_inputs(T, K, V, gate, draw, dtype)
+    kw = {"initial_state": S0, "output_final_state": True}
+    with torch.no_grad():
+        o, S = gated_deltanet2(q, k, v, g, erase, write, chunk_size=C, **kw)
+        assert counted, "the compiled steps did not run"
+        with monkeypatch.context() as patch:
+            patch.setattr(recurrence, "NATIVE_CHUNKS", False)
+            o_py, S_py = gated_deltanet2(q, k, v, g, erase, write, chunk_size=C, **kw)
+        o_ref, S_ref = gated_deltanet2(q, k, v, g, erase, write, mode="recurrent", **kw)
+    assert torch.isfinite(o).all() and torch.isfinite(S).all()
+    assert relative_rms(o, o_py) <= TO_PYTHON[dtype] and relative_rms(S, S_py) <= TO_PYTHON[dtype]
+    if dtype == torch.float64:
+        assert torch.allclose(o, o_ref, rtol=0, atol=TO_RECURRENCE[dtype])
+        assert torch.allclose(S, S_ref, rtol=0, atol=TO_RECURRENCE[dtype])
+    else:
+        assert relative_rms(o, o_ref) <= TO_RECURRENCE[dtype] and relative_rms(S, S_ref) <= TO_RECURRENCE[dtype]
+
+
+def test_gated_deltanet2_with_tied_gates_is_kda_through_the_compiled_steps(counted):
+    # b = w = β·1 is KDA term by term: the two compiled paths (β outside, β inside) agree to rounding
+    q, k, v, g, beta, S0 = inputs(83, 64, 32, "channel", GATE_STRENGTHS[3], torch.float64, "delta", seed=8)
+    erase, write = beta[..., None].expand(*k.shape).contiguous(), beta[..., None].expand(*v.shape).contiguous()
+    with torch.no_grad():
+        o2, S2 = gated_deltanet2(q, k, v, g, erase, write, initial_state=S0, output_final_state=True)
+        o1, S1 = kda(q, k, v, g, beta, initial_state=S0, output_final_state=True)
+    assert len(counted) == 2
+    assert torch.allclose(o1, o2, rtol=0, atol=1e-12) and torch.allclose(S1, S2, rtol=0, atol=1e-12)

@@ -163,17 +163,20 @@ inline void scale_rows(int rows, int n, const T* __restrict f, T* __restrict x) 
 
 // Heads [h0, h1) of one call. Per head: q, k [N·C, K]; v [N·C, V]; g the log-decays ≤ 0, [N·C] (gate 1: one per head
 // and step) or [N·C, K] (gate 2: per channel) or null (gate 0: none), made decay factors with the strong-gate knob
-// (floor and cut, see decay_factors); beta [N·C] or null (additive write); S0 [K, V] or null (zeros). Writes
-// o [N·C, V] and the final state S [K, V].
+// (floor and cut, see decay_factors); the write: beta [N·C] (the delta rule), or erase [N·C, K] and write [N·C, V]
+// (Gated DeltaNet-2's gates: β moved inside, lineage.ops.gated_deltanet2), or all null (additive); S0 [K, V] or null
+// (zeros). Writes o [N·C, V] and the final state S [K, V].
 template <typename T>
-void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, const T* S0, int64_t h0, int64_t h1,
-                 int64_t N, int C, int K, int V, int gate, T scale, T floor, T cut, T* o, T* S_out) {
-  const bool delta = beta != nullptr;
+void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, const T* erase, const T* write,
+                 const T* S0, int64_t h0, int64_t h1, int64_t N, int C, int K, int V, int gate, T scale, T floor, T cut,
+                 T* o, T* S_out) {
+  const bool delta = beta != nullptr || erase != nullptr;
   const int64_t CK = int64_t(C) * K, CV = int64_t(C) * V, CC = int64_t(C) * C;
   Anchors<T> anchors(C, K);
   const int64_t PK = int64_t(anchors.P) * K;  // the per-channel decays keep the chunk's padding to a power of two
   std::vector<T> qs(CK), kt(CK), A_qk(CC), A_kk(CC), L(CC), D(PK), E(PK), q_dec(CK), k_dec(CK), k_start(CK);
   std::vector<T> T_ut(CC), U(CV), Wm(CK), u(CV), d(C), e(C), chunk_decay(K);
+  std::vector<T> erased(erase ? CK : 0), written(write ? CV : 0);
   for (int64_t h = h0; h < h1; ++h) {
     T* S = S_out + h * K * V;
     if (S0)
@@ -186,12 +189,19 @@ void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, 
       T* oc = o + t0 * V;
       for (int64_t x = 0; x < CK; ++x) qs[x] = scale * qc[x];  // the read scale goes on the queries
       const T* Dp = D.data();  // the decays from the chunk's start, per channel (else d, one per step)
+      // the key products' left rows: K (the delta rule), B ⊙ K (Gated DeltaNet-2, whose values are W ⊙ V)
+      const T *rows = kc, *values = vc;
+      if (erase) {
+        multiply(CK, erase + t0 * K, kc, erased.data());
+        multiply(CV, write + t0 * V, vc, written.data());
+        rows = erased.data(), values = written.data();
+      }
 
       // 2. the decays inside the chunk (every factor in [0, 1], restarted at the chunk) and the decayed products
       //    A_qk (i ≥ j) and A_kk (i > j), 0 above the diagonal
       if (gate == 2) {  // per channel: the anchored levels, from_start D, to_end E [C, K]
         decay_factors(CK, g + t0 * K, floor, cut, D.data());  // α, made the decays from the start in place
-        anchors.levels(kc, qs.data(), delta ? kc : nullptr, cut, A_qk.data(), A_kk.data(), D.data(), E.data());
+        anchors.levels(kc, qs.data(), delta ? rows : nullptr, cut, A_qk.data(), A_kk.data(), D.data(), E.data());
         for (int x = 0; x < K; ++x) chunk_decay[x] = D[int64_t(C - 1) * K + x];
       } else {
         // L[i, j] = Π_{j<s≤i} α_s row by row: row i is row i − 1 times α_i, then 1 on the diagonal (the segment
@@ -217,7 +227,7 @@ void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, 
         gemm<T, false, Into::set>(C, C, K, qs.data(), K, kt.data(), C, A_qk.data(), C);
         multiply_in_place(CC, L.data(), A_qk.data());
         if (delta) {
-          gemm<T, false, Into::set>(C, C, K, kc, K, kt.data(), C, A_kk.data(), C);
+          gemm<T, false, Into::set>(C, C, K, rows, K, kt.data(), C, A_kk.data(), C);
           multiply_in_place(CC, L.data(), A_kk.data());
         }
         Dp = nullptr;
@@ -233,24 +243,26 @@ void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, 
 
       // 3. delta rule: T_ut = (I + StrictTril(diag(β) A_kk))⁻¹ diag(β) by forward substitution, row by row (each
       //    entry of magnitude at most the cut set to 0, as recurrence.unit_lower_inverse does), U = T_ut V,
-      //    W = T_ut (K ⊙ e^G)
+      //    W = T_ut (K ⊙ e^G); Gated DeltaNet-2: T_ut = (I + StrictTril(A_bk))⁻¹, U = T_ut (W ⊙ V),
+      //    W = T_ut (B ⊙ K ⊙ e^G) (lineage.ops.gated_deltanet2.gated_ut_transform)
       const T* uc = vc;  // additive: u = V
       if (delta) {
-        const T* bc = beta + t0;
+        const T* bc = beta ? beta + t0 : nullptr;
         for (int i = 0; i < C; ++i) {  // row i of the inverse: e_i − Σ_{j<i} β_i A_kk[i, j] · row j
           T* row = T_ut.data() + int64_t(i) * C;
           std::fill(row, row + C, T(0));
           row[i] = T(1);
-          subtract_rows(C, i, bc[i], A_kk.data() + int64_t(i) * C, T_ut.data(), row);
+          subtract_rows(C, i, bc ? bc[i] : T(1), A_kk.data() + int64_t(i) * C, T_ut.data(), row);
           for (int c = 0; c < i; ++c) row[c] = (row[c] > cut || row[c] < -cut) ? row[c] : T(0);
         }
-        for (int i = 0; i < C; ++i)  // · diag(β)
-          for (int j = 0; j <= i; ++j) T_ut[int64_t(i) * C + j] *= bc[j];
+        if (bc)
+          for (int i = 0; i < C; ++i)  // · diag(β)
+            for (int j = 0; j <= i; ++j) T_ut[int64_t(i) * C + j] *= bc[j];
         if (Dp)
-          multiply(CK, kc, Dp, k_start.data());
+          multiply(CK, rows, Dp, k_start.data());
         else
-          multiply_rows(C, K, kc, d.data(), k_start.data());
-        gemm<T, false, Into::set>(C, V, C, T_ut.data(), C, vc, V, U.data(), V);
+          multiply_rows(C, K, rows, d.data(), k_start.data());
+        gemm<T, false, Into::set>(C, V, C, T_ut.data(), C, values, V, U.data(), V);
         gemm<T, false, Into::set>(C, K, C, T_ut.data(), C, k_start.data(), K, Wm.data(), K);
         // 4a. the corrected values u = U − W S need the incoming state
         std::memcpy(u.data(), U.data(), sizeof(T) * CV);
@@ -273,14 +285,14 @@ void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, 
 
 extern "C" {
 void chunk_steps_f32(const float* q, const float* k, const float* v, const float* g, const float* beta,
-                     const float* S0, int64_t h0, int64_t h1, int64_t N, int C, int K, int V, int gate, float scale,
-                     float floor, float cut, float* o, float* S) {
-  chunk_steps<float>(q, k, v, g, beta, S0, h0, h1, N, C, K, V, gate, scale, floor, cut, o, S);
+                     const float* erase, const float* write, const float* S0, int64_t h0, int64_t h1, int64_t N, int C,
+                     int K, int V, int gate, float scale, float floor, float cut, float* o, float* S) {
+  chunk_steps<float>(q, k, v, g, beta, erase, write, S0, h0, h1, N, C, K, V, gate, scale, floor, cut, o, S);
 }
 void chunk_steps_f64(const double* q, const double* k, const double* v, const double* g, const double* beta,
-                     const double* S0, int64_t h0, int64_t h1, int64_t N, int C, int K, int V, int gate, double scale,
-                     double floor, double cut, double* o, double* S) {
-  chunk_steps<double>(q, k, v, g, beta, S0, h0, h1, N, C, K, V, gate, scale, floor, cut, o, S);
+                     const double* erase, const double* write, const double* S0, int64_t h0, int64_t h1, int64_t N,
+                     int C, int K, int V, int gate, double scale, double floor, double cut, double* o, double* S) {
+  chunk_steps<double>(q, k, v, g, beta, erase, write, S0, h0, h1, N, C, K, V, gate, scale, floor, cut, o, S);
 }
 void decay_factors_f32(const float* g, int64_t n, float floor, float cut, float* alpha) {
   decay_factors<float>(n, g, floor, cut, alpha);

@@ -48,7 +48,14 @@ import torch
 
 from lineage import checks
 from lineage.ops.kda import bounded_gate
-from lineage.ops.recurrence import MemoryTrace, chunk_spans, decayed_products, default_chunk_size, unit_lower_inverse
+from lineage.ops.recurrence import (
+    MemoryTrace,
+    chunk_spans,
+    compiled_steps,
+    decayed_products,
+    default_chunk_size,
+    unit_lower_inverse,
+)
 
 
 def _unit_gate(name: str, x, shape: tuple[int, ...], axis: str) -> torch.Tensor:
@@ -213,6 +220,11 @@ def chunk_gated_deltanet2(
         q, k, v, g, erase, write = (torch.nn.functional.pad(x, (0, 0, 0, pad)) for x in (q, k, v, g, erase, write))
     chunks = [x.reshape(BH, N, C, x.shape[-1]) for x in (q, k, v, g, erase, write)]
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
+    # speed knob, as chunk_memory's (recurrence.NATIVE_CHUNKS): on a CPU with no gradient to record, steps 2–5 compiled
+    if (compiled := compiled_steps(*chunks[:4], None, S, scale, *chunks[4:])) is not None:
+        o, S = compiled
+        o = o.view(B, H, N * C, V)[:, :, :T]
+        return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
     outputs = []
     for n, (q, k, v, g, erase, write) in chunk_spans(chunks):  # speed: spans of chunks, as chunk_memory runs
         # 2. the decays inside each chunk and the decayed products, anchored (every factor in [0, 1], wipes exact):

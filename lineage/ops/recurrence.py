@@ -662,6 +662,23 @@ def ut_transform(
     return T_ut @ v, T_ut @ k_decayed
 
 
+def compiled_steps(q, k, v, g, beta, S, scale: float, erase=None, write=None):
+    """Steps 2–5 of the chunked form compiled, the same steps chunk by chunk in C++ (:func:`lineage.ops.native.
+    chunk_steps`, the speed knob :data:`NATIVE_CHUNKS`), where they can run: on a CPU, in fp32 or fp64, with the
+    strong-gate knob on (the loop always flushes) and no gradient to record; else None, and the caller runs its steps.
+    The gates are made decay factors in the loop as :func:`decay_factors` makes them.
+
+    Args: the chunks as step 1 cuts them, q, k [B·H, N, C, K], v [B·H, N, C, V], g [B·H, N, C, 1|K] or None, beta
+    [B·H, N, C] or None; S [B·H, K, V]; erase and write, Gated DeltaNet-2's gates in place of beta. Returns o
+    [B·H, N, C, V] and the final state, or None.
+    """
+    given = [x for x in (q, k, v, g, beta, S, erase, write) if x is not None]
+    recording = torch.is_grad_enabled() and any(x.requires_grad for x in given)
+    if not (NATIVE_CHUNKS and FLUSH_DECAYS) or recording or not native.steps_usable(q):
+        return None
+    return native.chunk_steps(q, k, v, g, beta, S, scale, _log_floor(q.dtype), flush_cut(q.dtype), erase, write)
+
+
 def _by_chunk(x: torch.Tensor, BH: int, N: int) -> tuple[torch.Tensor, ...]:
     """The N chunk slices of [B·H·N, ...] (head-major chunks): slice n is chunk n of every head, (B·H, ...)."""
     return x.view(BH, N, *x.shape[1:]).unbind(1)
@@ -735,12 +752,9 @@ def chunk_memory(
     g = g if gated else None
     beta = None if beta is None else beta.reshape(BH, N, C)
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
-    recording = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (q, k, v, g, beta, S))
-    # Speed knob, no maths (NATIVE_CHUNKS): on a CPU with no gradient to record, steps 2–5 below run compiled, the same
-    # steps chunk by chunk in C++ (lineage.ops.native.chunk_steps), the gates made decay factors as decay_factors does
-    if NATIVE_CHUNKS and FLUSH_DECAYS and not recording and native.steps_usable(q):
-        floor, cut = _log_floor(q.dtype), flush_cut(q.dtype)
-        o, S = native.chunk_steps(q, k, v, g, beta, S, scale, floor, cut)
+    # Speed knob, no maths (NATIVE_CHUNKS): on a CPU with no gradient to record, steps 2–5 below run compiled
+    if (compiled := compiled_steps(q, k, v, g, beta, S, scale)) is not None:
+        o, S = compiled
         o = o.view(B, H, N * C, V)[:, :, :T]
         return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
 
