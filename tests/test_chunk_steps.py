@@ -6,8 +6,6 @@ are split over threads; its exponential against torch's; and every case that mus
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import torch
 import torch.nn.functional as F
@@ -16,6 +14,7 @@ from lineage.inputs import CHANNEL_WIPES, GATE_STRENGTHS, GateDraw
 from lineage.ops import native, recurrence
 from lineage.ops.gated_deltanet2 import gated_deltanet2
 from lineage.ops.kda import kda
+from tests.util import threads_that_ran_compiled
 
 STRENGTHS = {draw.label: draw for draw in GATE_STRENGTHS}
 PER_CHANNEL_STRENGTHS = {draw.label: draw for draw in (*GATE_STRENGTHS, CHANNEL_WIPES)}
@@ -222,25 +221,8 @@ def test_the_python_steps_run_where_the_compiled_ones_must_not(case, monkeypatch
 
 
 def test_the_python_steps_asked_for_in_one_thread_leave_the_others_compiled(monkeypatch):
-    # bench --native python in one session must not switch another session's runs to the Python steps
     q, k, v, g, beta, S0 = inputs(40, 16, 16, "scalar", GATE_STRENGTHS[1], torch.float32, "delta", seed=7)
-    ran = []
-    real = native.chunk_steps
-    monkeypatch.setattr(native, "chunk_steps", lambda *a: ran.append(threading.current_thread().name) or real(*a))
-    inside, other = threading.Event(), threading.Event()
-
-    def compiled_run():
-        inside.wait(10)
-        run(q, k, v, g, beta, S0, "delta", 16)
-        other.set()
-
-    worker = threading.Thread(target=compiled_run, name="other-session")
-    worker.start()
-    with native.python_form():
-        inside.set()
-        assert other.wait(10)
-        run(q, k, v, g, beta, S0, "delta", 16)  # this thread: the Python steps
-    worker.join()
+    ran = threads_that_ran_compiled(monkeypatch, "chunk_steps", lambda: run(q, k, v, g, beta, S0, "delta", 16))
     assert ran == ["other-session"]
 
 
@@ -286,3 +268,46 @@ def test_gated_deltanet2_with_tied_gates_is_kda_through_the_compiled_steps(count
         o1, S1 = kda(q, k, v, g, beta, initial_state=S0, output_final_state=True)
     assert len(counted) == 2
     assert torch.allclose(o1, o2, rtol=0, atol=1e-12) and torch.allclose(S1, S2, rtol=0, atol=1e-12)
+
+
+def _step_inputs():
+    gen = torch.Generator().manual_seed(9)
+    return {
+        "q": torch.randn(4, 3, 8, 16, generator=gen),
+        "k": torch.randn(4, 3, 8, 16, generator=gen),
+        "v": torch.randn(4, 3, 8, 12, generator=gen),
+        "g": -torch.rand(4, 3, 8, 16, generator=gen),
+        "beta": torch.rand(4, 3, 8, generator=gen),
+        "S0": torch.zeros(4, 16, 12),
+    }
+
+
+def _steps(x, **gates):
+    return native.chunk_steps(x["q"], x["k"], x["v"], x["g"], x["beta"], x["S0"], 0.25, -30.0, 1e-13, **gates)
+
+
+@pytest.mark.parametrize(
+    ("name", "wrong", "message"),
+    [
+        ("k", lambda x: x[:, :, :-1], r"k must be torch.float32 on cpu with shape \[4, 3, 8, 16\]"),
+        ("v", lambda x: x.double(), r"v must be torch.float32 on cpu with shape \[4, 3, 8, 12\]"),
+        ("g", lambda x: x[..., :5], r"g must be torch.float32 on cpu with shape \[4, 3, 8, 16\]"),
+        ("beta", lambda x: x[:2], r"beta must be torch.float32 on cpu with shape \[4, 3, 8\]"),
+        ("S0", lambda x: x.mT, r"S0 must be torch.float32 on cpu with shape \[4, 16, 12\]"),
+    ],
+)
+def test_the_compiled_steps_refuse_shapes_they_would_misread(name, wrong, message):
+    x = _step_inputs()
+    assert torch.isfinite(_steps(x)[0]).all()  # the right shapes run
+    x[name] = wrong(x[name])
+    with pytest.raises(ValueError, match=message):
+        _steps(x)
+
+
+def test_the_compiled_steps_take_one_kind_of_write():
+    x = _step_inputs()
+    erase, write = torch.rand(4, 3, 8, 16), torch.rand(4, 3, 8, 12)
+    for gates in ({"erase": erase, "write": write}, {"erase": erase}):  # beta and GDN-2's gates; an erase alone
+        with pytest.raises(ValueError, match="give beta .the delta rule., or erase and write .Gated DeltaNet-2."):
+            _steps(x, **gates)
+    assert torch.isfinite(_steps({**x, "beta": None}, erase=erase, write=write)[0]).all()

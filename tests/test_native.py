@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 
 import pytest
 import torch
@@ -16,6 +15,7 @@ from lineage.inputs import CHANNEL_WIPES, GATE_STRENGTHS, GateDraw
 from lineage.ops import native, recurrence
 from lineage.ops.gla import gla
 from lineage.ops.kda import kda
+from tests.util import threads_that_ran_compiled
 
 STRENGTHS = {draw.label: draw for draw in (*GATE_STRENGTHS, CHANNEL_WIPES)}
 # rounding of a sum of K products of numbers near 1 (fp32's ε 1.2e-7, fp64's 2.2e-16), with room for K = 64
@@ -213,25 +213,10 @@ def _products_in_child(k, alpha, q, cut):
 
 
 def test_the_python_form_asked_for_in_one_thread_leaves_the_others_compiled(monkeypatch):
-    # bench --anchors python in one session must not switch another session's runs to the Python form
     q, k, g = chunk_inputs(2, 16, 16, GATE_STRENGTHS[1], torch.float32)
-    ran = []
-    real = native.anchored
-    monkeypatch.setattr(native, "anchored", lambda *a: ran.append(threading.current_thread().name) or real(*a))
-    inside, other = threading.Event(), threading.Event()
 
-    def compiled_run():
-        inside.wait(10)
+    def products():
         with torch.no_grad():
             recurrence.anchored_products(k, g, q)
-        other.set()
 
-    worker = threading.Thread(target=compiled_run, name="other-session")
-    worker.start()
-    with native.python_form(), torch.no_grad():
-        assert native.forced_python()
-        inside.set()
-        assert other.wait(10)
-        recurrence.anchored_products(k, g, q)  # this thread: the Python form
-    worker.join()
-    assert ran == ["other-session"] and not native.forced_python()
+    assert threads_that_ran_compiled(monkeypatch, "anchored", products) == ["other-session"]

@@ -2,9 +2,13 @@
 recipe for the inputs of every linear-memory op (``lineage.inputs.random_inputs``, with a gate of
 ``lineage.inputs.RANDOM_GATE``: ``make_inputs`` for a cell of the grid, ``stage_inputs`` for a mechanism);
 for the figure tests the house rules every animation keeps, random states to draw, and every builder ready to build
-(``all_builders``); for the claims, the claim each stage makes on a story (``claim_of``)."""
+(``all_builders``); for the claims, the claim each stage makes on a story (``claim_of``); for the compiled code, where
+a call ran while another thread asked for the Python form (``threads_that_ran_compiled``)."""
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -13,6 +17,7 @@ from lineage import plots
 from lineage.inputs import RANDOM_GATE, draw_inputs
 from lineage.mechanisms import default_op_inputs, linear_mechanisms, mechanism
 from lineage.numerics import rel_rms
+from lineage.ops import native
 from lineage.plots.core import TEXT_MAX_CELLS, TEXT_MAX_SIDE
 from lineage.teach import claims, stage_runs, units
 
@@ -316,3 +321,29 @@ def claim_of(stage_key: str, story, knobs: claims.Knobs = KNOBS) -> claims.Stage
     """The claim the page of ``stage_key`` makes on ``story``, against the stage it answers, as lineage computes it
     (the stage's unit: ``lineage.teach.units.stage_claim``)."""
     return units.stage_claim(stage_key, claims.trace_story(stage_key, story, knobs), story, knobs)
+
+
+def threads_that_ran_compiled(monkeypatch, name: str, call: Callable[[], object]) -> list[str]:
+    """The threads in which ``native.<name>`` ran while ``call()`` ran twice: in a thread named "other-session", and
+    then in this one inside ``native.python_form()`` (``bench --native python`` in one session must switch only its
+    own runs to the Python form, never another session's)."""
+    ran = []
+    real = getattr(native, name)
+    monkeypatch.setattr(native, name, lambda *a, **kw: ran.append(threading.current_thread().name) or real(*a, **kw))
+    inside, other = threading.Event(), threading.Event()
+
+    def compiled_run():
+        inside.wait(10)
+        call()
+        other.set()
+
+    worker = threading.Thread(target=compiled_run, name="other-session")
+    worker.start()
+    with native.python_form():
+        assert native.forced_python()
+        inside.set()
+        assert other.wait(10)
+        call()  # this thread: the Python form
+    worker.join()
+    assert not native.forced_python()
+    return ran

@@ -6,11 +6,13 @@ evaluation), it hands its steps 2–5 to :func:`chunk_steps`: the same steps chu
 C++ loop, with the products as register tiles of vectors and every chunk's matrices in the first-level cache. At the
 sizes users run (chunks of 32 steps, head size 64) the Python steps spend most of their time starting a few dozen small
 tensor operations per span of chunks and running a Python loop over the chunks, not multiplying. Measured with
-``python -m lineage bench`` (B = 1, H = 4, T = 4,096, 1 thread of a 2-core Intel Xeon, g++ 12), against
-``--native python``: Gated DeltaNet 21-22 → 8.0-8.1 ms, KDA 27-29 → 9.8-9.9 ms, Mamba-2 12-14 → 4.7-5.0 ms, GLA 16-19
-→ 6.3-6.4 ms. Where the Python steps run without autograd (``recurrence.NATIVE_CHUNKS`` off), their per-channel
-products (step 2) still come from here: :func:`anchored`, the levels of ``recurrence.anchored_products``. The results
-agree with the Python forms to rounding; ``tests/test_chunk_steps.py`` and ``tests/test_native.py`` hold them to it.
+``python -m lineage bench`` (B = 1, H = 4, T = 4,096, 1 thread of a 2-core Intel Xeon, g++ 12), back to back with
+``--native python``: Gated DeltaNet 20.9-21.2 → 8.6 ms, KDA 36.0-36.8 → 10.5-10.6 ms, Mamba-2 11.9-13.6 → 4.9-5.1 ms,
+GLA 22.4-23.1 → 6.4-6.6 ms, Gated DeltaNet-2 41.5-41.6 → 12.0-12.9 ms: 2.4-3.5x, the Python form's overhead, not
+arithmetic (72-89% of the same run's batched matrix products, against 18-36%). Where the Python steps run without
+autograd (``recurrence.NATIVE_CHUNKS`` off), their per-channel products (step 2) still come from here: :func:`anchored`,
+the levels of ``recurrence.anchored_products``. The results agree with the Python forms to rounding;
+``tests/test_chunk_steps.py`` and ``tests/test_native.py`` hold them to it.
 
 The library is compiled once per source, compiler and CPU, with the C++ compiler named by ``CXX`` (else ``c++``,
 ``g++`` or ``clang++`` on the PATH), into ``LINEAGE_NATIVE_CACHE`` (else ``$XDG_CACHE_HOME/attention-lineage``, else
@@ -30,7 +32,7 @@ import platform
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,6 +215,16 @@ def _workers(Z: int) -> int:
     return max(1, min(torch.get_num_threads(), Z))
 
 
+def _in_parts(run: Callable[[int, int], None], n: int) -> None:
+    """``run(start, end)`` over [0, n) in :func:`_workers` parts, on the pool's threads when there are several."""
+    parts = _workers(n)
+    if parts == 1:
+        run(0, n)
+        return
+    bounds = [n * p // parts for p in range(parts + 1)]
+    list(_pool(parts).map(run, bounds[:-1], bounds[1:]))
+
+
 def anchored(
     k: torch.Tensor, alpha: torch.Tensor, rows: tuple[torch.Tensor, ...], cut: float
 ) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
@@ -238,12 +250,7 @@ def anchored(
         inputs, outputs = (at(k), at(alpha), at(rows[0]), at(x1)), (at(products[0]), at(A1), at(from_start), at(to_end))
         fn(*inputs, z1 - z0, C, K, cut, *outputs)
 
-    parts = _workers(Z)
-    if parts == 1:
-        run(0, Z)
-    else:
-        bounds = [Z * p // parts for p in range(parts + 1)]
-        list(_pool(parts).map(run, bounds[:-1], bounds[1:]))
+    _in_parts(run, Z)
     return products, from_start, to_end
 
 
@@ -251,6 +258,30 @@ def steps_usable(x: torch.Tensor) -> bool:
     """Whether :func:`chunk_steps` can take inputs like ``x``: on a CPU, in fp32 or fp64, and a library."""
     where = x.device.type == "cpu" and x.dtype in _DTYPES
     return where and not _forced_python.get() and _library() is not None
+
+
+def _check_steps(q, k, v, g, beta, S0, erase, write) -> None:
+    """The shapes and dtypes :func:`chunk_steps` reads (the compiled loop trusts them): a ValueError naming the first
+    that is wrong and what it must be."""
+    BH, N, C, K = q.shape
+    V = v.shape[-1]
+    want = {
+        "k": (k, (BH, N, C, K)),
+        "v": (v, (BH, N, C, V)),
+        "g": (g, (BH, N, C, 1 if g is not None and g.shape[-1] == 1 else K)),
+        "beta": (beta, (BH, N, C)),
+        "S0": (S0, (BH, K, V)),
+        "erase": (erase, (BH, N, C, K)),
+        "write": (write, (BH, N, C, V)),
+    }
+    for name, (x, shape) in want.items():
+        if x is not None and (tuple(x.shape) != shape or x.dtype != q.dtype or x.device != q.device):
+            raise ValueError(
+                f"chunk_steps: {name} must be {q.dtype} on {q.device} with shape {list(shape)} (from q "
+                f"[B·H, N, C, K] = {list(q.shape)}), got {x.dtype} on {x.device} with shape {list(x.shape)}"
+            )
+    if (erase is None) != (write is None) or (beta is not None and erase is not None):
+        raise ValueError("chunk_steps: give beta (the delta rule), or erase and write (Gated DeltaNet-2), or none")
 
 
 def chunk_steps(
@@ -279,6 +310,7 @@ def chunk_steps(
     lib = _library()
     BH, N, C, K = q.shape
     V = v.shape[-1]
+    _check_steps(q, k, v, g, beta, S0, erase, write)
     gate = 0 if g is None else 1 if g.shape[-1] == 1 else 2
     q, k, v, S0 = (x.detach().contiguous() for x in (q, k, v, S0))
     g, beta, erase, write = (None if x is None else x.detach().contiguous() for x in (g, beta, erase, write))
@@ -289,12 +321,7 @@ def chunk_steps(
     def run(h0: int, h1: int) -> None:
         fn(*pointers, h0, h1, N, C, K, V, gate, scale, floor, cut, o.data_ptr(), S.data_ptr())
 
-    parts = _workers(BH)
-    if parts == 1:
-        run(0, BH)
-    else:
-        bounds = [BH * p // parts for p in range(parts + 1)]
-        list(_pool(parts).map(run, bounds[:-1], bounds[1:]))
+    _in_parts(run, BH)
     return o, S
 
 
