@@ -66,8 +66,8 @@ CPU_SLAB = 64  # on a CPU, the chunked forms run spans of ~this many chunks (all
 FLUSH_DECAYS = True
 # Steps 2-5 of the chunked form on a CPU, where nothing records gradients, run as one compiled C++ loop over each head's
 # chunks (lineage.ops.native.chunk_steps): the same steps, without the Python loop over chunks and the dozens of small
-# tensor operations a span costs to start (2-3x faster at K = V = 64). Off, or without a C++ compiler, the steps of
-# chunk_memory run, and so do they where it is off (it keeps the strong-gate knob on: the compiled loop always flushes).
+# tensor operations a span costs to start (2.4-3.5x faster at K = V = 64). Off, without a C++ compiler, or with
+# FLUSH_DECAYS off (the compiled loop always flushes), the Python steps of chunk_memory run.
 NATIVE_CHUNKS = True
 # Where those Python steps run without autograd, the per-channel gate's products (step 2) are compiled C++ too: the
 # same levels as anchored_products, without its sixty small tensor operations a span. Off: the Python form.
