@@ -6,6 +6,9 @@ are split over threads; its exponential against torch's; and every case that mus
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -311,3 +314,48 @@ def test_the_compiled_steps_take_one_kind_of_write():
         with pytest.raises(ValueError, match="give beta .the delta rule., or erase and write .Gated DeltaNet-2."):
             _steps(x, **gates)
     assert torch.isfinite(_steps({**x, "beta": None}, erase=erase, write=write)[0]).all()
+
+
+def test_the_parts_run_alike_on_openmps_threads_and_on_a_pool(monkeypatch, tmp_path):
+    # the library built with -fopenmp (the first flag set, where the compiler takes it) runs its parts on OpenMP's
+    # threads; built without, on native's pool: the same heads, the same bits
+    q, k, v, g, beta, S0 = inputs(50, 64, 32, "channel", GATE_STRENGTHS[2], torch.float32, "delta", seed=10, B=2, H=3)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        openmp = run(q, k, v, g, beta, S0, "delta", 16)
+        assert bool(native._library().lineage_openmp()) == ("-fopenmp" in native.status().detail)
+        monkeypatch.setattr(native, "FLAG_SETS", (native.FLAG_SETS[0][:2],))  # the same vectors, no -fopenmp
+        monkeypatch.setenv(native.CACHE_ENV, str(tmp_path))
+        native.reset()
+        assert native.status().available and native._library().lineage_openmp() == 0
+        pools = []
+        real = native._pool
+        monkeypatch.setattr(native, "_pool", lambda parts: pools.append(parts) or real(parts))
+        pooled = run(q, k, v, g, beta, S0, "delta", 16)
+    finally:
+        torch.set_num_threads(before)
+        native.reset()
+    assert pools == [2]
+    assert torch.equal(openmp[0], pooled[0]) and torch.equal(openmp[1], pooled[1])
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is a POSIX call")
+def test_a_forked_process_runs_the_compiled_steps_on_threads_of_its_own():
+    # a child forked from a parent that ran OpenMP regions has none of its threads, and would hang in its own first
+    # region: it runs its parts on a pool of its own (native.IMPORTED_IN)
+    q, k, v, g, beta, S0 = inputs(64, 32, 16, "scalar", GATE_STRENGTHS[1], torch.float32, "delta", seed=11)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        expected = run(q, k, v, g, beta, S0, "delta", 16)[0]  # the parent's threads now exist
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            result = pool.apply_async(_steps_in_child, (q, k, v, g, beta, S0)).get(timeout=60)
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(result, expected)
+
+
+def _steps_in_child(q, k, v, g, beta, S0):
+    torch.set_num_threads(2)
+    return run(q, k, v, g, beta, S0, "delta", 16)[0]

@@ -281,18 +281,47 @@ void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, 
   }
 }
 
+// heads [h0, h1) in `parts` parts, each run(start, end): on OpenMP's threads where the library is built with it (the
+// threads torch runs its own work on, when both load the same libgomp), else one after another on this thread (the
+// caller splits the heads over threads of its own: lineage.ops.native)
+template <typename F>
+void in_parts(int64_t h0, int64_t h1, int parts, F run) {
+#ifdef _OPENMP
+  if (parts > 1) {  // one part enters no OpenMP region at all
+#pragma omp parallel for num_threads(parts) schedule(static)
+    for (int p = 0; p < parts; ++p) run(h0 + (h1 - h0) * p / parts, h0 + (h1 - h0) * (p + 1) / parts);
+    return;
+  }
+#endif
+  (void)parts;
+  run(h0, h1);
+}
+
 }  // namespace
 
 extern "C" {
+// 1 where the library runs its parts on OpenMP's threads (built with -fopenmp), else 0
+int lineage_openmp() {
+#ifdef _OPENMP
+  return 1;
+#else
+  return 0;
+#endif
+}
+
 void chunk_steps_f32(const float* q, const float* k, const float* v, const float* g, const float* beta,
                      const float* erase, const float* write, const float* S0, int64_t h0, int64_t h1, int64_t N, int C,
-                     int K, int V, int gate, float scale, float floor, float cut, float* o, float* S) {
-  chunk_steps<float>(q, k, v, g, beta, erase, write, S0, h0, h1, N, C, K, V, gate, scale, floor, cut, o, S);
+                     int K, int V, int gate, float scale, float floor, float cut, float* o, float* S, int parts) {
+  in_parts(h0, h1, parts, [&](int64_t a, int64_t b) {
+    chunk_steps<float>(q, k, v, g, beta, erase, write, S0, a, b, N, C, K, V, gate, scale, floor, cut, o, S);
+  });
 }
 void chunk_steps_f64(const double* q, const double* k, const double* v, const double* g, const double* beta,
-                     const double* erase, const double* write, const double* S0, int64_t h0, int64_t h1, int64_t N,
-                     int C, int K, int V, int gate, double scale, double floor, double cut, double* o, double* S) {
-  chunk_steps<double>(q, k, v, g, beta, erase, write, S0, h0, h1, N, C, K, V, gate, scale, floor, cut, o, S);
+                     const double* erase, const double* write, const double* S0, int64_t h0, int64_t h1, int64_t N, int C,
+                     int K, int V, int gate, double scale, double floor, double cut, double* o, double* S, int parts) {
+  in_parts(h0, h1, parts, [&](int64_t a, int64_t b) {
+    chunk_steps<double>(q, k, v, g, beta, erase, write, S0, a, b, N, C, K, V, gate, scale, floor, cut, o, S);
+  });
 }
 void decay_factors_f32(const float* g, int64_t n, float floor, float cut, float* alpha) {
   decay_factors<float>(n, g, floor, cut, alpha);
