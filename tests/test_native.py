@@ -175,6 +175,31 @@ def test_a_failed_build_is_said_with_the_compilers_error(monkeypatch, tmp_path):
         native.reset()
 
 
+def test_a_flag_set_that_fails_at_link_time_falls_back_to_the_next(monkeypatch, tmp_path):
+    # a compiler without an OpenMP runtime (clang without libomp) fails -fopenmp when it links, and the linker removes
+    # the half-written output: the build goes on to the next flag set, without OpenMP
+    real = native.find_compiler()
+    fake = tmp_path / "cxx-without-openmp"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'for a in "$@"; do [ "$a" = -fopenmp ] && out=1; done\n'
+        'if [ -n "$out" ]; then while [ "$#" -gt 0 ]; do [ "$1" = -o ] && rm -f "$2"; shift; done; '
+        'echo "ld: cannot find -lomp" >&2; exit 1; fi\n'
+        f'exec {real} "$@"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fake))
+    monkeypatch.setenv(native.CACHE_ENV, str(tmp_path / "cache"))
+    native.reset()
+    try:
+        state = native.status()
+        assert state.available and "-fopenmp" not in state.detail and "-O3" in state.detail
+        assert native._library().lineage_openmp() == 0
+        assert [p.suffix for p in (tmp_path / "cache").iterdir()] == [".so"]  # the library, no half-built file
+    finally:
+        native.reset()
+
+
 def test_the_library_is_built_once_into_the_cache(monkeypatch, tmp_path):
     monkeypatch.setenv(native.CACHE_ENV, str(tmp_path))
     native.reset()

@@ -141,7 +141,7 @@ def _build(compiler: str) -> tuple[Path, tuple[str, ...], str]:
         if run.returncode == 0:
             os.replace(partial, library)
             return library, flags, version
-        os.unlink(partial)
+        Path(partial).unlink(missing_ok=True)  # a linker that failed may have removed it already
         error = next((line for line in run.stderr.splitlines() if "error" in line), run.stderr.strip()[:200])
     raise RuntimeError(error or "the compiler failed without a message")
 
