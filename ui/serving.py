@@ -111,7 +111,7 @@ def warm_first_run() -> None:
       (``PIL.Image.preinit``, 0.01 s).
     - The first chart's figure is written as JSON by plotly.io, which imports its JSON machinery on first use (0.06 s).
     - The chunked form's compiled code (``lineage.ops.native``) is built for this machine's CPU, or found built in the
-      cache: about 3 s the first time on a machine, which the first visitor of a KDA or GLA page would wait for.
+      cache: about 3 s the first time on a machine, which the first visitor of a page with a chunked run would wait for.
     """
     from lineage.ops import native
 

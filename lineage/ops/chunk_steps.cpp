@@ -170,12 +170,12 @@ template <typename T>
 void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, const T* erase, const T* write,
                  const T* S0, int64_t h0, int64_t h1, int64_t N, int C, int K, int V, int gate, T scale, T floor, T cut,
                  T* o, T* S_out) {
-  const bool delta = beta != nullptr || erase != nullptr;
+  const bool delta = beta != nullptr || erase != nullptr, per_channel = gate == 2;
   const int64_t CK = int64_t(C) * K, CV = int64_t(C) * V, CC = int64_t(C) * C;
   Anchors<T> anchors(C, K);
   const int64_t PK = int64_t(anchors.P) * K;  // the per-channel decays keep the chunk's padding to a power of two
   std::vector<T> qs(CK), kt(CK), A_qk(CC), A_kk(CC), L(CC), D(PK), E(PK), q_dec(CK), k_dec(CK), k_start(CK);
-  std::vector<T> T_ut(CC), U(CV), Wm(CK), u(CV), d(C), e(C), chunk_decay(K);
+  std::vector<T> T_ut(CC), U(CV), Wm(CK), d(C), e(C), chunk_decay(K);
   std::vector<T> erased(erase ? CK : 0), written(write ? CV : 0);
   for (int64_t h = h0; h < h1; ++h) {
     T* S = S_out + h * K * V;
@@ -188,7 +188,6 @@ void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, 
       const T *qc = q + t0 * K, *kc = k + t0 * K, *vc = v + t0 * V;
       T* oc = o + t0 * V;
       for (int64_t x = 0; x < CK; ++x) qs[x] = scale * qc[x];  // the read scale goes on the queries
-      const T* Dp = D.data();  // the decays from the chunk's start, per channel (else d, one per step)
       // the key products' left rows: K (the delta rule), B ⊙ K (Gated DeltaNet-2, whose values are W ⊙ V)
       const T *rows = kc, *values = vc;
       if (erase) {
@@ -199,7 +198,7 @@ void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, 
 
       // 2. the decays inside the chunk (every factor in [0, 1], restarted at the chunk) and the decayed products
       //    A_qk (i ≥ j) and A_kk (i > j), 0 above the diagonal
-      if (gate == 2) {  // per channel: the anchored levels, from_start D, to_end E [C, K]
+      if (per_channel) {  // the anchored levels, the decays from the start D and to the end E [C, K]
         decay_factors(CK, g + t0 * K, floor, cut, D.data());  // α, made the decays from the start in place
         anchors.levels(kc, qs.data(), delta ? rows : nullptr, cut, A_qk.data(), A_kk.data(), D.data(), E.data());
         for (int x = 0; x < K; ++x) chunk_decay[x] = D[int64_t(C - 1) * K + x];
@@ -230,11 +229,10 @@ void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, 
           gemm<T, false, Into::set>(C, C, K, rows, K, kt.data(), C, A_kk.data(), C);
           multiply_in_place(CC, L.data(), A_kk.data());
         }
-        Dp = nullptr;
       }
-      // Q ⊙ e^G, K ⊙ e^{G_C − G}
-      if (Dp) {
-        multiply(CK, qs.data(), Dp, q_dec.data());
+      // Q ⊙ e^G, K ⊙ e^{G_C − G} (one decay per step, d and e, where the gate is not per channel)
+      if (per_channel) {
+        multiply(CK, qs.data(), D.data(), q_dec.data());
         multiply(CK, kc, E.data(), k_dec.data());
       } else {
         multiply_rows(C, K, qs.data(), d.data(), q_dec.data());
@@ -258,16 +256,15 @@ void chunk_steps(const T* q, const T* k, const T* v, const T* g, const T* beta, 
         if (bc)
           for (int i = 0; i < C; ++i)  // · diag(β)
             for (int j = 0; j <= i; ++j) T_ut[int64_t(i) * C + j] *= bc[j];
-        if (Dp)
-          multiply(CK, rows, Dp, k_start.data());
+        if (per_channel)
+          multiply(CK, rows, D.data(), k_start.data());
         else
           multiply_rows(C, K, rows, d.data(), k_start.data());
         gemm<T, false, Into::set>(C, V, C, T_ut.data(), C, values, V, U.data(), V);
         gemm<T, false, Into::set>(C, K, C, T_ut.data(), C, k_start.data(), K, Wm.data(), K);
-        // 4a. the corrected values u = U − W S need the incoming state
-        std::memcpy(u.data(), U.data(), sizeof(T) * CV);
-        gemm<T, false, Into::subtract>(C, V, K, Wm.data(), K, S, V, u.data(), V);
-        uc = u.data();
+        // 4a. the corrected values u = U − W S need the incoming state (in U's place: U is not read again)
+        gemm<T, false, Into::subtract>(C, V, K, Wm.data(), K, S, V, U.data(), V);
+        uc = U.data();
       }
 
       // 5. the outputs O = (Q ⊙ e^G) S + A_qk u, with the state that entered the chunk

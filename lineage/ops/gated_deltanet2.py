@@ -54,6 +54,7 @@ from lineage.ops.recurrence import (
     compiled_steps,
     decayed_products,
     default_chunk_size,
+    unchunked,
     unit_lower_inverse,
 )
 
@@ -222,9 +223,7 @@ def chunk_gated_deltanet2(
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
     # speed knob, as chunk_memory's (recurrence.NATIVE_CHUNKS): on a CPU with no gradient to record, steps 2–5 compiled
     if (compiled := compiled_steps(*chunks[:4], None, S, scale, *chunks[4:])) is not None:
-        o, S = compiled
-        o = o.view(B, H, N * C, V)[:, :, :T]
-        return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
+        return unchunked(*compiled, B, H, T, out_dtype, output_final_state)
     outputs = []
     for n, (q, k, v, g, erase, write) in chunk_spans(chunks):  # speed: spans of chunks, as chunk_memory runs
         # 2. the decays inside each chunk and the decayed products, anchored (every factor in [0, 1], wipes exact):
@@ -247,8 +246,7 @@ def chunk_gated_deltanet2(
         S_in = torch.stack(starts, dim=1).view(BH * n, K, V)
         outputs.append(torch.baddbmm(A_qk @ u, scale * q * decay.from_start, S_in).view(BH, n, C, V))
     o = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)
-    o = o.view(B, H, N * C, V)[:, :, :T]
-    return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
+    return unchunked(o, S, B, H, T, out_dtype, output_final_state)
 
 
 def gated_deltanet2(

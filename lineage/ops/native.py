@@ -126,9 +126,9 @@ def _build(compiler: str) -> tuple[Path, tuple[str, ...], str]:
     version line. Raises RuntimeError with the compiler's first error line when every flag set fails."""
     version, source = _compiler_version(compiler), b"\0".join(p.read_bytes() for p in (SOURCE, *INCLUDED))
     error = ""
+    # keyed by the CPU too: a library built for one CPU's vectors must not run on another's
+    cpu = f"{cpu_model()} {platform.machine()}"
     for flags in FLAG_SETS:
-        # keyed by the CPU too: a library built for one CPU's vectors must not run on another's
-        cpu = f"{cpu_model()} {platform.machine()}"
         key = hashlib.sha256(b"\0".join([source, version.encode(), " ".join(flags).encode(), cpu.encode()]))
         library = cache_dir() / f"lineage-native-{key.hexdigest()[:16]}.so"
         if library.exists():
@@ -211,9 +211,8 @@ def forced_python() -> bool:
 
 
 def usable(k: torch.Tensor, rows: tuple[torch.Tensor, ...]) -> bool:
-    """Whether :func:`anchored` can take these inputs: on a CPU, in fp32 or fp64, one or two rows, and a library."""
-    where = k.device.type == "cpu" and k.dtype in _DTYPES and len(rows) in (1, 2)
-    return where and not _forced_python.get() and _library() is not None
+    """Whether :func:`anchored` can take these inputs: one or two rows, and what :func:`steps_usable` asks."""
+    return len(rows) in (1, 2) and steps_usable(k)
 
 
 def _workers(Z: int) -> int:
@@ -268,7 +267,8 @@ def anchored(
 
 
 def steps_usable(x: torch.Tensor) -> bool:
-    """Whether :func:`chunk_steps` can take inputs like ``x``: on a CPU, in fp32 or fp64, and a library."""
+    """Whether :func:`chunk_steps` can take inputs like ``x``: on a CPU, in fp32 or fp64, outside
+    :func:`python_form`, and a library."""
     where = x.device.type == "cpu" and x.dtype in _DTYPES
     return where and not _forced_python.get() and _library() is not None
 

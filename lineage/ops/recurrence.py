@@ -136,6 +136,12 @@ def _flush_small(x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.hardshrink(x, flush_cut(x.dtype))  # one pass: x where |x| > the cut, else 0
 
 
+def records_gradients(*tensors: torch.Tensor | None) -> bool:
+    """Whether autograd records an operation on any of ``tensors`` here (None is skipped): where it does, the chunked
+    forms keep to the Python steps and keep every factor the backward needs."""
+    return torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in tensors)
+
+
 def span_chunks(device: torch.device, N: int, BH: int, recording: bool = False) -> int:
     """How many consecutive chunks of every head the chunked forms' steps 2–5 take at once (speed only, no maths):
     all N on a GPU; on a CPU, :data:`CPU_SLAB` chunks a thread over the B·H heads, so a span's temporaries stay in
@@ -157,8 +163,7 @@ def chunk_spans(chunks: Sequence[torch.Tensor | None]) -> Iterator[tuple[int, li
     [B·H·n, C, …])."""
     given = [x for x in chunks if x is not None]
     BH, N = given[0].shape[:2]
-    recording = torch.is_grad_enabled() and any(x.requires_grad for x in given)
-    span = span_chunks(given[0].device, N, BH, recording)
+    span = span_chunks(given[0].device, N, BH, records_gradients(*given))
     if span >= N:  # one span: the chunks themselves
         yield N, [None if x is None else x.reshape(-1, *x.shape[2:]) for x in chunks]
         return
@@ -588,7 +593,7 @@ def anchored_products(k: torch.Tensor, g: torch.Tensor, *rows: torch.Tensor) -> 
     Args and returns: :func:`decayed_products`, g [Z, C, K].
     """
     Z, C, K = k.shape
-    recorded = torch.is_grad_enabled() and any(x.requires_grad for x in (k, g, *rows))  # autograd keeps the factors
+    recorded = records_gradients(k, g, *rows)  # autograd keeps the factors
     if NATIVE_ANCHORS and not recorded and native.usable(k, rows):
         cut = flush_cut(k.dtype) if FLUSH_DECAYS else 0.0
         products, from_start, to_end = native.anchored(k, decay_factors(g), rows, cut)
@@ -672,11 +677,17 @@ def compiled_steps(q, k, v, g, beta, S, scale: float, erase=None, write=None):
     [B·H, N, C] or None; S [B·H, K, V]; erase and write, Gated DeltaNet-2's gates in place of beta. Returns o
     [B·H, N, C, V] and the final state, or None.
     """
-    given = [x for x in (q, k, v, g, beta, S, erase, write) if x is not None]
-    recording = torch.is_grad_enabled() and any(x.requires_grad for x in given)
-    if not (NATIVE_CHUNKS and FLUSH_DECAYS) or recording or not native.steps_usable(q):
+    runs = NATIVE_CHUNKS and FLUSH_DECAYS and not records_gradients(q, k, v, g, beta, S, erase, write)
+    if not (runs and native.steps_usable(q)):
         return None
     return native.chunk_steps(q, k, v, g, beta, S, scale, _log_floor(q.dtype), flush_cut(q.dtype), erase, write)
+
+
+def unchunked(o: torch.Tensor, S: torch.Tensor, B: int, H: int, T: int, out_dtype: torch.dtype, final: bool):
+    """The chunked forms' results as their callers take them: the outputs [B·H, N, C, V] as [B, H, T, V] (the padded
+    tail cut off) in ``out_dtype``, the final state [B·H, K, V] as [B, H, K, V] if ``final``, else None."""
+    o = o.view(B, H, -1, o.shape[-1])[:, :, :T]
+    return o.to(out_dtype), (S.reshape(B, H, *S.shape[-2:]) if final else None)
 
 
 def _by_chunk(x: torch.Tensor, BH: int, N: int) -> tuple[torch.Tensor, ...]:
@@ -754,9 +765,7 @@ def chunk_memory(
     S = q.new_zeros(BH, K, V) if S is None else S.reshape(BH, K, V)
     # Speed knob, no maths (NATIVE_CHUNKS): on a CPU with no gradient to record, steps 2–5 below run compiled
     if (compiled := compiled_steps(q, k, v, g, beta, S, scale)) is not None:
-        o, S = compiled
-        o = o.view(B, H, N * C, V)[:, :, :T]
-        return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
+        return unchunked(*compiled, B, H, T, out_dtype, output_final_state)
 
     # Speed knob, no maths: steps 2–5 run on a span of n consecutive chunks of every head at once, batched as
     # Z = B·H·n chunks [Z, C, ·], and S is carried from span to span (span_chunks: every chunk, except on a CPU).
@@ -822,8 +831,7 @@ def chunk_memory(
         outputs.append(o.view(BH, n, C, V))
 
     o = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)
-    o = o.view(B, H, N * C, V)[:, :, :T]
-    return o.to(out_dtype), (S.reshape(B, H, K, V) if output_final_state else None)
+    return unchunked(o, S, B, H, T, out_dtype, output_final_state)
 
 
 def chunk_memory_minimal(
